@@ -1,0 +1,83 @@
+# tachyon-bpf — build, test, bench, install, demo.
+# Model: libbpf-bootstrap. `make` builds ./tachyon-bpf.
+
+OUT	?= build
+CLANG	?= clang
+BPFTOOL	?= $(shell command -v bpftool || echo /usr/sbin/bpftool)
+CC	?= cc
+PREFIX	?= /usr/local
+DESTDIR	?=
+ARCH	:= $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
+
+CFLAGS	?= -O2 -g
+CFLAGS	+= -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser -Ibpf -I$(OUT)
+LDLIBS	+= $(shell pkg-config --libs libbpf libelf zlib 2>/dev/null || echo -lbpf -lelf -lz)
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
+	-I$(OUT) -Ibpf -idirafter /usr/include/$(shell uname -m)-linux-gnu
+
+USER_SRC := $(filter-out user/main.c,$(sort $(wildcard user/*.c user/output/*.c)))
+USER_OBJ := $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRC))
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRC))
+
+.PHONY: all deps check unit integration bench demo install clean
+.DELETE_ON_ERROR:
+
+all: tachyon-bpf
+
+deps:
+	@scripts/deps.sh
+
+# vmlinux.h from the running kernel's BTF; the committed copy where there is none.
+$(OUT)/vmlinux.h: | $(OUT)
+	@if [ -r /sys/kernel/btf/vmlinux ] && [ -x "$(BPFTOOL)" ]; then \
+		$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@; \
+	else \
+		echo "  using committed vmlinux/vmlinux.h (no kernel BTF or bpftool)"; \
+		cp vmlinux/vmlinux.h $@; \
+	fi
+
+$(OUT)/tachyon.bpf.o: bpf/tachyon.bpf.c bpf/tachyon.h $(OUT)/vmlinux.h
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUT)/tachyon.skel.h: $(OUT)/tachyon.bpf.o
+	$(BPFTOOL) gen skeleton $< name tachyon_bpf > $@
+
+$(OUT)/user/%.o: user/%.c $(wildcard user/*.h user/output/*.h) bpf/tachyon.h $(OUT)/tachyon.skel.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+tachyon-bpf: $(OUT)/user/main.o $(USER_OBJ)
+	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
+$(OUT)/tests/%: tests/unit/%.c $(USER_OBJ) $(wildcard tests/unit/*.h tests/unit/fixtures/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/unit $< $(USER_OBJ) $(LDLIBS) -lcmocka -o $@
+
+$(OUT):
+	@mkdir -p $@
+
+unit: $(UNIT_BIN)
+	@scripts/run-unit.sh $(UNIT_BIN)
+
+integration: tachyon-bpf
+	@scripts/run-integration.sh
+
+# Installs what is missing, builds, runs every test.
+check: deps
+	@$(MAKE) --no-print-directory all $(UNIT_BIN)
+	@scripts/run-tests.sh $(UNIT_BIN)
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@python3 scripts/bench.py
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/demo.sh
+
+install: tachyon-bpf
+	install -D -m 0755 tachyon-bpf $(DESTDIR)$(PREFIX)/sbin/tachyon-bpf
+
+clean:
+	rm -rf $(OUT) tachyon-bpf

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * tachyon-bpf kernel/user ABI.
+ *
+ * Everything that crosses the boundary between bpf/tachyon.bpf.c and user/
+ * is defined here and nowhere else: the per-process walk layout that
+ * userspace writes into the `procs` map, the records the BPF program pushes
+ * into the ring buffer, flag bits and the error counters.
+ */
+#ifndef TACHYON_H
+#define TACHYON_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* Deepest Python stack the walker records; deeper ones are flagged truncated. */
+#define TB_MAX_DEPTH		4096
+/* Threads visited per interpreter when looking for a thread's PyThreadState. */
+#define TB_MAX_THREADS		512
+/* Interpreters visited (subinterpreters) on the same search. */
+#define TB_MAX_INTERPS		8
+/* Bytes of a thread state, frame or code object read in one call. */
+#define TB_READ_MAX		512
+/* Processes profiled at once. */
+#define TB_MAX_PROCS		8192
+/* "No such field" in struct tb_walk. */
+#define TB_NO_OFFSET		0xffff
+/* owner_stop value meaning "no sentinel frame". */
+#define TB_NO_OWNER		0xff
+
+/*
+ * What the in-kernel walker needs to know about one process: where its
+ * interpreter lives and the offsets of the few fields it reads. Python
+ * versions reduce to these numbers (user/layout.c); the walker never sees a
+ * version number.
+ */
+struct tb_walk {
+	__u64 runtime_addr;	/* &_PyRuntime in the target */
+	__u64 code_type_addr;	/* &PyCode_Type in the target; 0 = don't check */
+	__u64 exec_mask;	/* applied to the frame's code pointer (3.14+ tags) */
+	__u16 rt_interp_head;	/* _PyRuntime -> interpreters.head */
+	__u16 interp_next;	/* PyInterpreterState -> next */
+	__u16 interp_threads_head; /* PyInterpreterState -> threads.head */
+	__u16 ts_next;		/* PyThreadState -> next */
+	__u16 ts_native_tid;	/* PyThreadState -> native_thread_id */
+	__u16 ts_frame;		/* PyThreadState -> current frame, or -> cframe */
+	__u16 cframe_frame;	/* _PyCFrame -> current_frame; TB_NO_OFFSET if none */
+	__u16 ts_read;		/* bytes of PyThreadState covering the fields above */
+	__u16 fr_previous;	/* _PyInterpreterFrame -> previous */
+	__u16 fr_code;		/* _PyInterpreterFrame -> f_code / f_executable */
+	__u16 fr_instr;		/* _PyInterpreterFrame -> prev_instr / instr_ptr */
+	__u16 fr_owner;		/* _PyInterpreterFrame -> owner (one byte) */
+	__u16 fr_read;		/* bytes of a frame covering the fields above */
+	__u16 co_type;		/* PyObject -> ob_type */
+	__u16 co_adaptive;	/* PyCodeObject -> co_code_adaptive (bytecode start) */
+	__u16 co_fp;		/* PyCodeObject -> u32 fingerprint (co_version) */
+	__u16 co_fp2;		/* second u32 xor-ed in (3.11); TB_NO_OFFSET if none */
+	__u16 co_read;		/* bytes of a code object covering the fields above */
+	__u8 owner_skip;	/* frames with owner >= this are shims: skipped */
+	__u8 owner_stop;	/* owner value of a sentinel bottom frame, or TB_NO_OWNER */
+	__u8 pad[2];
+};
+
+/* One Python frame as sampled. */
+struct tb_frame {
+	__u64 code;		/* code object address (untagged) */
+	__s32 instr;		/* instruction index in code units; -1 = not started */
+	__u32 fp;		/* fingerprint read from the code object */
+};
+
+enum tb_rec_kind {
+	TB_REC_SAMPLE = 1,
+	TB_REC_STACK = 2,
+};
+
+/* Per-sample facts. */
+enum tb_sample_flags {
+	TB_SF_TRUNCATED = 1 << 0,	/* deeper than TB_MAX_DEPTH */
+	TB_SF_PARTIAL = 1 << 1,	/* a frame could not be read: stack ends early */
+};
+
+/* Pushed for every sample. Small: the frames travel once per stack id. */
+struct tb_sample {
+	__u32 kind;		/* TB_REC_SAMPLE */
+	__u32 pid;
+	__u32 tid;
+	__u32 cpu;
+	__u64 time_ns;		/* bpf_ktime_get_ns() */
+	__u64 stack_id;
+	__u32 flags;		/* enum tb_sample_flags */
+	__u32 depth;
+};
+
+/*
+ * Pushed the first time the BPF side sees a stack id (an LRU set remembers
+ * which it has sent), always before the first sample that names it.
+ * Variable length: only `depth` frames are sent.
+ */
+struct tb_stack {
+	__u32 kind;		/* TB_REC_STACK */
+	__u32 depth;
+	__u64 stack_id;
+	struct tb_frame frames[TB_MAX_DEPTH]; /* leaf first */
+};
+
+#define TB_STACK_HDR_SIZE	16
+
+/* Per-CPU counters, indexed by this enum. Nothing fails silently. */
+enum tb_counter {
+	TB_C_EVENTS,		/* perf events that hit a profiled process */
+	TB_C_SAMPLES,		/* sample records pushed */
+	TB_C_STACKS,		/* new stack records pushed */
+	TB_C_LOST,		/* dropped: ring buffer full */
+	TB_C_NO_TSTATE,		/* dropped: thread has no PyThreadState */
+	TB_C_NO_FRAMES,		/* dropped: thread has no Python frame */
+	TB_C_READ_TSTATE,	/* dropped: PyThreadState unreadable */
+	TB_C_READ_FRAME,	/* written partial: a frame was unreadable */
+	TB_C_READ_CODE,		/* frame kept as <unknown>: code object unreadable */
+	TB_C_BAD_CODE,		/* frame skipped: code pointer is not a code object */
+	TB_C_TRUNCATED,		/* written truncated: deeper than TB_MAX_DEPTH */
+	TB_C_TSTATE_MISS,	/* tid cache misses (thread list walks) */
+	TB_C_BPF_NS,		/* ns spent in the program for profiled events */
+	TB_NR_COUNTERS,
+};
+
+#endif /* TACHYON_H */

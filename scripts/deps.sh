@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Install every Debian package the build, the tests and the demo need.
+# Idempotent: does nothing (and needs no network) when all are present.
+set -euo pipefail
+
+pkgs=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcmocka-dev
+      pkg-config make gcc python3.11 linux-perf)
+
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+		missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "tachyon-bpf: deps: missing packages: ${missing[*]} (run 'sudo $0')" >&2
+	exit 1
+fi
+echo "deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

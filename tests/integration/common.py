@@ -1,0 +1,579 @@
+"""Shared helpers for the tachyon-bpf integration tests (stdlib only).
+
+Everything a test needs to drive the real binary against real Python
+processes: the interpreter list, starting workloads and waiting for their
+ready marker, running the profiler, parsing its collapsed output and its
+--stats JSON, and killing every child process at the end of a test.
+
+Environment:
+  TB_BIN             profiler binary (default: <repo>/tachyon-bpf)
+  TB_TEST_PYTHONS    interpreters to test, comma or space separated; each is a
+                     pyenv version ("3.12.1") or an absolute path
+                     ("/usr/bin/python3.11"). Default: DEFAULT_PYTHONS below.
+  TB_TEST_ARTIFACTS  per-test directory for outputs (set by run.py)
+"""
+
+import ctypes
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+
+# The interpreters every parametrised test runs against. Adding one is one
+# line here (or TB_TEST_PYTHONS="3.13.0 3.12.1 3.11.7 /usr/bin/python3.11").
+DEFAULT_PYTHONS = [
+    "3.13.0",
+]
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+WORKLOADS = os.path.join(REPO, "tests", "workloads")
+PYENV_ROOT = os.environ.get("PYENV_ROOT", "/root/.pyenv")
+
+
+class TestFailure(AssertionError):
+    pass
+
+
+def timeout(seconds):
+    """Decorator: per-test timeout in seconds (read by run.py)."""
+    def deco(fn):
+        fn.tb_timeout = seconds
+        return fn
+    return deco
+
+
+def fail(msg):
+    raise TestFailure(msg)
+
+
+def check(cond, msg):
+    if not cond:
+        raise TestFailure(msg)
+
+
+# --------------------------------------------------------------------------
+# Interpreters
+
+class Interp:
+    def __init__(self, spec):
+        self.spec = spec
+        if "/" in spec:
+            self.path = spec
+        else:
+            self.path = os.path.join(PYENV_ROOT, "versions", spec, "bin", "python3")
+        self.label = spec
+
+    def exists(self):
+        return os.path.isfile(self.path) and os.access(self.path, os.X_OK)
+
+    def version(self):
+        out = subprocess.run([self.path, "-c",
+                              "import sys; print('%d.%d' % sys.version_info[:2])"],
+                             capture_output=True, text=True, timeout=30)
+        return out.stdout.strip()
+
+    def __repr__(self):
+        return "Interp(%r)" % self.path
+
+
+def pythons():
+    env = os.environ.get("TB_TEST_PYTHONS")
+    specs = env.replace(",", " ").split() if env else list(DEFAULT_PYTHONS)
+    return [Interp(s) for s in specs]
+
+
+def pyenv_python(version):
+    return Interp(version)
+
+
+def primary_python():
+    """The interpreter used by tests that are not parametrised (error cases)."""
+    return pythons()[0]
+
+
+# --------------------------------------------------------------------------
+# Artifacts and binary
+
+def artifacts():
+    d = os.environ.get("TB_TEST_ARTIFACTS")
+    if not d:
+        d = os.path.join("/tmp", "tachyon-it-%d" % os.getpid())
+        os.environ["TB_TEST_ARTIFACTS"] = d
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def art_path(name):
+    return os.path.join(artifacts(), name)
+
+
+def binary():
+    b = os.environ.get("TB_BIN") or os.path.join(REPO, "tachyon-bpf")
+    check(os.path.isfile(b) and os.access(b, os.X_OK),
+          "profiler binary %s missing or not executable (run make)" % b)
+    return b
+
+
+# --------------------------------------------------------------------------
+# Child process bookkeeping: every process a test starts is killed at the end.
+
+_PROCS = []
+_PR_SET_PDEATHSIG = 1
+
+
+def _child_setup():
+    # Die with the test process even if it is SIGKILLed (timeout).
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except Exception:
+        pass
+
+
+def spawn(argv, **kw):
+    kw.setdefault("preexec_fn", _child_setup)
+    p = subprocess.Popen(argv, **kw)
+    _PROCS.append(p)
+    return p
+
+
+def cleanup():
+    for p in _PROCS:
+        if p.poll() is None:
+            try:
+                p.kill()
+            except OSError:
+                pass
+    for p in _PROCS:
+        try:
+            p.wait(timeout=5)
+        except Exception:
+            pass
+        for f in (p.stdin, p.stdout, p.stderr):
+            if f:
+                try:
+                    f.close()
+                except Exception:
+                    pass
+    del _PROCS[:]
+
+
+def sigdesc(rc):
+    if rc is None:
+        return "still running"
+    if rc < 0:
+        try:
+            return "killed by %s" % signal.Signals(-rc).name
+        except ValueError:
+            return "killed by signal %d" % -rc
+    return "exit %d" % rc
+
+
+# --------------------------------------------------------------------------
+# Workloads
+
+class Workload:
+    def __init__(self, proc, info, name):
+        self.proc = proc
+        self.pid = proc.pid
+        self.info = info
+        self.name = name
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def signal(self, sig):
+        if self.proc.poll() is None:
+            os.kill(self.pid, sig)
+
+    def wait(self, timeout):
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            fail("workload %s (pid %d) did not exit within %.0fs"
+                 % (self.name, self.pid, timeout))
+
+    def read_line(self, timeout):
+        """Next stdout line of the workload (str) or None at timeout/EOF."""
+        return _readline(self.proc, timeout)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+
+    def cpu_seconds(self):
+        """utime+stime of the whole process from /proc (seconds)."""
+        try:
+            with open("/proc/%d/stat" % self.pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except OSError:
+            return None
+
+
+_linebuf = {}
+
+
+def _readline(proc, timeout):
+    fd = proc.stdout.fileno()
+    buf = _linebuf.setdefault(fd, b"")
+    deadline = time.monotonic() + timeout
+    while b"\n" not in buf:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            _linebuf[fd] = buf
+            return None
+        r, _, _ = select.select([fd], [], [], left)
+        if not r:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            _linebuf[fd] = buf
+            return None
+        buf += chunk
+    line, buf = buf.split(b"\n", 1)
+    _linebuf[fd] = buf
+    return line.decode("utf-8", "replace")
+
+
+def start_workload(python, script, *args, cwd=None, ready_timeout=30, env=None,
+                   script_path=None):
+    """Start `python script args...` and wait for its `READY {json}` line.
+
+    The workload prints READY only once its hot code is running. Returns a
+    Workload; its stderr goes to an artifact file."""
+    check(python.exists(), "interpreter %s is missing" % python.path)
+    path = script_path or os.path.join(WORKLOADS, script)
+    check(os.path.isfile(path), "workload %s missing" % path)
+    name = os.path.basename(path)
+    errf = open(art_path("workload-%s-%d.stderr" % (_safe(name), len(_PROCS))), "wb")
+    e = dict(os.environ)
+    e.pop("PYTHONPATH", None)
+    e["PYTHONUNBUFFERED"] = "1"
+    e["PYTHONIOENCODING"] = "utf-8"
+    if env:
+        e.update(env)
+    proc = spawn([python.path, path] + [str(a) for a in args],
+                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errf,
+                 cwd=cwd or WORKLOADS, env=e)
+    errf.close()
+    deadline = time.monotonic() + ready_timeout
+    while True:
+        line = _readline(proc, max(0.0, deadline - time.monotonic()))
+        if line is None:
+            rc = proc.poll()
+            err = _tail(errf.name)
+            fail("workload %s not ready within %ds (%s)%s"
+                 % (name, ready_timeout, sigdesc(rc), (": " + err) if err else ""))
+        if line.startswith("READY"):
+            rest = line[5:].strip()
+            info = json.loads(rest) if rest else {}
+            if "pid" in info:
+                check(info["pid"] == proc.pid,
+                      "workload reported pid %s, started %d" % (info["pid"], proc.pid))
+            return Workload(proc, info, name)
+
+
+def _tail(path, n=400):
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        return data[-n:].decode("utf-8", "replace").strip().replace("\n", " | ")
+    except OSError:
+        return ""
+
+
+def _safe(s):
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", s)
+
+
+# --------------------------------------------------------------------------
+# The profiler
+
+class ProfResult:
+    def __init__(self, argv, rc, out, err, elapsed, tag, stats_path=None, outfile=None):
+        self.argv = argv
+        self.rc = rc
+        self.out = out          # bytes of stdout
+        self.err = err          # bytes of stderr
+        self.elapsed = elapsed
+        self.tag = tag
+        self.stats_path = stats_path
+        self.outfile = outfile
+        self._stacks = None
+        self._stats = None
+
+    @property
+    def cmd(self):
+        return " ".join(_shq(a) for a in self.argv)
+
+    @property
+    def err_text(self):
+        return self.err.decode("utf-8", "replace")
+
+    def err_lines(self):
+        return [l for l in self.err_text.split("\n") if l.strip()]
+
+    def where(self):
+        return "[cmd: %s; rc: %s; stderr: %s]" % (
+            self.cmd, sigdesc(self.rc), _oneline(self.err_text, 300))
+
+    def expect_ok(self):
+        check(self.rc == 0, "profiler %s, expected exit 0 %s" % (sigdesc(self.rc), self.where()))
+        return self
+
+    def profile_bytes(self):
+        if self.outfile:
+            with open(self.outfile, "rb") as f:
+                return f.read()
+        return self.out
+
+    def stacks(self):
+        if self._stacks is None:
+            self._stacks = parse_collapsed(self.profile_bytes(), self.where())
+        return self._stacks
+
+    def stats(self):
+        if self._stats is None:
+            check(self.stats_path and os.path.isfile(self.stats_path),
+                  "--stats file %s not written %s" % (self.stats_path, self.where()))
+            with open(self.stats_path, "rb") as f:
+                raw = f.read()
+            try:
+                self._stats = json.loads(raw.decode("utf-8"))
+            except ValueError as e:
+                fail("--stats file is not JSON (%s): %r" % (e, raw[:200]))
+        return self._stats
+
+
+def _shq(a):
+    return a if re.match(r"^[A-Za-z0-9_./=,:-]+$", a) else "'" + a.replace("'", "'\\''") + "'"
+
+
+def _oneline(s, n):
+    s = s.strip().replace("\n", " | ")
+    return s if len(s) <= n else s[:n] + "..."
+
+
+_RUNS = [0]
+
+
+def _prof_argv(pids, args, stats):
+    argv = [binary()]
+    if pids is not None:
+        if not isinstance(pids, (list, tuple)):
+            pids = [pids]
+        argv += ["-p", ",".join(str(p) for p in pids)]
+    argv += [str(a) for a in args]
+    _RUNS[0] += 1
+    tag = "prof%d" % _RUNS[0]
+    stats_path = None
+    if stats:
+        stats_path = art_path(tag + ".stats.json")
+        argv += ["--stats", stats_path]
+    return argv, tag, stats_path
+
+
+class RunningProfiler:
+    def __init__(self, proc, argv, tag, stats_path, outf, errf, outfile, t0):
+        self.proc, self.argv, self.tag = proc, argv, tag
+        self.stats_path, self.outf, self.errf, self.outfile = stats_path, outf, errf, outfile
+        self.t0 = t0
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def signal(self, sig):
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, sig)
+
+    def finish(self, timeout):
+        """Wait for exit; on timeout kill it and fail."""
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            res = self._result(None)
+            fail("profiler did not exit within %.0fs %s" % (timeout, res.where()))
+        return self._result(rc)
+
+    def _result(self, rc):
+        elapsed = time.monotonic() - self.t0
+        with open(self.outf, "rb") as f:
+            out = f.read()
+        with open(self.errf, "rb") as f:
+            err = f.read()
+        return ProfResult(self.argv, rc, out, err, elapsed, self.tag,
+                          self.stats_path, self.outfile)
+
+
+def start_profiler(pids, args=(), stats=False, env=None, prefix=(), outfile=None,
+                   stdout=None):
+    """Start the profiler in the background; stdout/stderr go to artifact files
+    (or stdout= an fd/file object)."""
+    argv, tag, stats_path = _prof_argv(pids, args, stats)
+    if outfile:
+        argv += ["-o", outfile]
+    argv = list(prefix) + argv
+    outp = art_path(tag + ".stdout")
+    errp = art_path(tag + ".stderr")
+    with open(art_path(tag + ".cmd"), "w") as f:
+        f.write(" ".join(_shq(a) for a in argv) + "\n")
+    e = dict(os.environ)
+    if env:
+        for k, v in env.items():
+            if v is None:
+                e.pop(k, None)
+            else:
+                e[k] = v
+    outfh = open(outp, "wb")
+    errfh = open(errp, "wb")
+    t0 = time.monotonic()
+    proc = spawn(argv, stdin=subprocess.DEVNULL,
+                 stdout=stdout if stdout is not None else outfh, stderr=errfh, env=e)
+    outfh.close()
+    errfh.close()
+    return RunningProfiler(proc, argv, tag, stats_path, outp, errp, outfile, t0)
+
+
+def run_profiler(pids, args=(), timeout=60, stats=False, env=None, prefix=(),
+                 outfile=None):
+    return start_profiler(pids, args, stats=stats, env=env, prefix=prefix,
+                          outfile=outfile).finish(timeout)
+
+
+# --------------------------------------------------------------------------
+# Collapsed stacks
+
+class Frame:
+    __slots__ = ("raw", "name", "file", "line", "marker")
+
+    def __init__(self, raw):
+        self.raw = raw
+        m = _FRAME_RE.match(raw)
+        if m:
+            self.name, self.file, self.line = m.group(1), m.group(2), int(m.group(3))
+            self.marker = None
+        else:
+            self.name, self.file, self.line = raw, None, None
+            self.marker = raw
+
+    def __repr__(self):
+        return self.raw
+
+
+_FRAME_RE = re.compile(r"^(.+) \((.+):(\d+)\)$", re.S)
+_UNKNOWN_RE = re.compile(r"^<unknown 0x[0-9a-f]+>$")
+MARKERS = ("[truncated]", "[partial]")
+
+
+class Stack:
+    __slots__ = ("frames", "count", "lineno")
+
+    def __init__(self, frames, count, lineno):
+        self.frames, self.count, self.lineno = frames, count, lineno
+
+    @property
+    def names(self):
+        return [f.name for f in self.frames]
+
+    @property
+    def leaf(self):
+        return self.frames[-1]
+
+    @property
+    def root(self):
+        return self.frames[0]
+
+    def short(self, n=6):
+        names = self.names
+        if len(names) > 2 * n:
+            names = names[:n] + ["...(%d)..." % (len(names) - 2 * n)] + names[-n:]
+        return ";".join(names) + " %d" % self.count
+
+
+def parse_collapsed(data, where=""):
+    """Strictly parse collapsed-stack output. Every line must be
+    `frame;...;frame COUNT` with frames `name (file:line)`, `<unknown 0x..>`,
+    or a root marker."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        fail("profile output is not valid UTF-8 (%s) %s" % (e, where))
+    if text and not text.endswith("\n"):
+        fail("profile output does not end with a newline (last line %r) %s"
+             % (text.rsplit("\n", 1)[-1][:120], where))
+    stacks = []
+    for i, line in enumerate(text.split("\n")[:-1] if text else [], 1):
+        stack_s, sep, count_s = line.rpartition(" ")
+        if not sep or not count_s.isdigit() or not stack_s:
+            fail("profile line %d is not `stack COUNT`: %r %s" % (i, line[:200], where))
+        count = int(count_s)
+        check(count > 0, "profile line %d has count 0: %r" % (i, line[:200]))
+        frames = []
+        for j, raw in enumerate(stack_s.split(";")):
+            check(raw != "", "profile line %d has an empty frame: %r" % (i, line[:200]))
+            check(not any(ord(c) < 32 or ord(c) == 127 for c in raw),
+                  "profile line %d frame %d has a control character: %r" % (i, j, raw))
+            fr = Frame(raw)
+            if fr.marker is not None:
+                ok = (raw in MARKERS and j == 0) or _UNKNOWN_RE.match(raw)
+                check(ok, "profile line %d: malformed frame %r (expected "
+                          "`name (file:line)`) %s" % (i, raw[:200], where))
+            frames.append(fr)
+        stacks.append(Stack(frames, count, i))
+    seen = {}
+    for s in stacks:
+        key = tuple(f.raw for f in s.frames)
+        check(key not in seen, "profile lines %d and %d are the same stack (not aggregated)"
+              % (seen.get(key, 0), s.lineno))
+        seen[key] = s.lineno
+    return stacks
+
+
+def total(stacks):
+    return sum(s.count for s in stacks)
+
+
+def check_stats_invariant(st, where=""):
+    for k in ("collected", "written", "lost", "dropped", "partial", "truncated",
+              "bad_code", "unknown_code", "stacks", "duration_s", "rate_hz_per_cpu",
+              "bpf_ns_per_sample", "event"):
+        check(k in st, "--stats JSON lacks %r: %s %s" % (k, json.dumps(st)[:300], where))
+    d = st["dropped"]
+    check(isinstance(d, dict), "--stats dropped is not an object: %r" % (d,))
+    for k in ("no_tstate", "no_frames", "read_tstate"):
+        check(k in d, "--stats dropped lacks %r: %s" % (k, json.dumps(d)))
+    dsum = sum(d.values())
+    check(st["collected"] == st["written"] + st["lost"] + dsum,
+          "stats invariant broken: collected %d != written %d + lost %d + dropped %d (%s) %s"
+          % (st["collected"], st["written"], st["lost"], dsum, json.dumps(d), where))
+
+
+# --------------------------------------------------------------------------
+# Misc
+
+def unused_pid():
+    pid_max = int(open("/proc/sys/kernel/pid_max").read())
+    for pid in range(pid_max - 1, 1, -1):
+        if not os.path.exists("/proc/%d" % pid):
+            return pid
+    fail("no unused pid found")
+
+
+def max_sample_rate():
+    with open("/proc/sys/kernel/perf_event_max_sample_rate") as f:
+        return int(f.read())
+
+
+def fmt_stacks(stacks, n=8):
+    top = sorted(stacks, key=lambda s: -s.count)[:n]
+    return " || ".join(s.short(4) for s in top)

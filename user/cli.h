@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Command line: options -> struct options, with one-line usage errors. */
+#ifndef TB_CLI_H
+#define TB_CLI_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include "events.h"
+
+#define CLI_MAX_PIDS 1024
+
+struct options {
+	pid_t pids[CLI_MAX_PIDS];
+	int npids;
+	uint64_t freq;		/* -F */
+	double duration;	/* -d, 0 = until stopped */
+	const char *output;	/* -o, NULL = stdout */
+	const struct tb_event *event;
+	int event_given;	/* -e named an event explicitly */
+	int verbose;
+	int full_paths;
+	const char *stats_path;
+	unsigned layout_flags;
+};
+
+/* Fills o. Returns -1 to go on, else an exit code (0 after --help/--version). */
+int cli_parse(int argc, char **argv, struct options *o);
+/* The kernel's ceiling for -F (kernel.perf_event_max_sample_rate). */
+uint64_t cli_max_sample_rate(void);
+
+#endif

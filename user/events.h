@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The perf events a sample can be driven by. */
+#ifndef TB_EVENTS_H
+#define TB_EVENTS_H
+
+#include <stdint.h>
+
+struct tb_event {
+	const char *name;
+	uint32_t type;		/* PERF_TYPE_* */
+	uint64_t config;
+	int hardware;		/* needs a PMU */
+	const char *help;
+};
+
+/* NULL if the name is unknown. */
+const struct tb_event *event_find(const char *name);
+const struct tb_event *event_default(void);
+/* Comma-separated list of names, for messages. */
+const char *event_names(void);
+/* 1 if this machine can open the event on CPU 0. */
+int event_supported(const struct tb_event *e);
+
+#endif

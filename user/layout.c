@@ -1,0 +1,363 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Per-version layouts: the one place where CPython versions become numbers.
+ *
+ * 3.13+ export their own offsets in _Py_DebugOffsets at the start of
+ * _PyRuntime; each version lays that struct out differently, so we keep,
+ * per version, where in it each field we need lives (struct dbg_pos), and
+ * read the values from the live process. A few facts are not in the debug
+ * offsets (co_version, tag bits, frame-owner numbering); they sit in
+ * struct ver_extra next to it. 3.11 and 3.12 have no debug offsets: their
+ * values are built-in (struct py_layout literals, verified against DWARF).
+ */
+#include <stdio.h>
+#include <string.h>
+#include "layout.h"
+
+#define PY_MINOR(v)	(((v) >> 16) & 0xff)
+#define PY_MAJOR(v)	(((v) >> 24) & 0xff)
+#define PY_MICRO(v)	(((v) >> 8) & 0xff)
+#define PY_LEVEL(v)	(((v) >> 4) & 0xf)
+#define PY_SERIAL(v)	((v) & 0xf)
+#define PY_FINAL	0xf
+
+#define NO TB_NO_OFFSET
+
+/* Where each value lives inside one version's _Py_DebugOffsets. */
+struct dbg_pos {
+	unsigned minor;
+	uint16_t total;			/* sizeof(_Py_DebugOffsets) */
+	uint16_t rt_interp_head;
+	uint16_t is_size, is_next, is_threads_head, is_code_gen;
+	uint16_t ts_size, ts_next, ts_frame, ts_native_tid;
+	uint16_t fr_size, fr_previous, fr_code, fr_instr, fr_owner;
+	uint16_t co_size, co_filename, co_name, co_qualname, co_linetable,
+		 co_firstlineno, co_adaptive;
+	uint16_t ob_type;
+	uint16_t by_size, by_ob_size, by_sval;
+	uint16_t st_size, st_state, st_length, st_ascii_size;
+};
+
+static const struct dbg_pos dbg_positions[] = {
+	{
+		.minor = 13, .total = 584, .rt_interp_head = 40,
+		.is_size = 48, .is_next = 64, .is_threads_head = 72, .is_code_gen = NO,
+		.ts_size = 152, .ts_next = 168, .ts_frame = 184, .ts_native_tid = 200,
+		.fr_size = 224, .fr_previous = 232, .fr_code = 240, .fr_instr = 248,
+		.fr_owner = 264,
+		.co_size = 272, .co_filename = 280, .co_name = 288, .co_qualname = 296,
+		.co_linetable = 304, .co_firstlineno = 312, .co_adaptive = 344,
+		.ob_type = 360,
+		.by_size = 512, .by_ob_size = 520, .by_sval = 528,
+		.st_size = 536, .st_state = 544, .st_length = 552, .st_ascii_size = 560,
+	},
+	{
+		.minor = 14, .total = 760, .rt_interp_head = 40,
+		.is_size = 48, .is_next = 64, .is_threads_head = 72, .is_code_gen = 160,
+		.ts_size = 176, .ts_next = 192, .ts_frame = 208, .ts_native_tid = 224,
+		.fr_size = 248, .fr_previous = 256, .fr_code = 264, .fr_instr = 272,
+		.fr_owner = 288,
+		.co_size = 312, .co_filename = 320, .co_name = 328, .co_qualname = 336,
+		.co_linetable = 344, .co_firstlineno = 352, .co_adaptive = 384,
+		.ob_type = 408,
+		.by_size = 592, .by_ob_size = 600, .by_sval = 608,
+		.st_size = 616, .st_state = 624, .st_length = 632, .st_ascii_size = 640,
+	},
+	{
+		.minor = 15, .total = 888, .rt_interp_head = 40,
+		.is_size = 48, .is_next = 64, .is_threads_head = 72, .is_code_gen = 160,
+		.ts_size = 176, .ts_next = 192, .ts_frame = 208, .ts_native_tid = 248,
+		.fr_size = 312, .fr_previous = 320, .fr_code = 328, .fr_instr = 336,
+		.fr_owner = 352,
+		.co_size = 376, .co_filename = 384, .co_name = 392, .co_qualname = 400,
+		.co_linetable = 408, .co_firstlineno = 416, .co_adaptive = 448,
+		.ob_type = 472,
+		.by_size = 688, .by_ob_size = 696, .by_sval = 704,
+		.st_size = 712, .st_state = 720, .st_length = 728, .st_ascii_size = 736,
+	},
+};
+
+/* Facts the debug offsets do not carry. */
+struct ver_extra {
+	unsigned minor;
+	uint16_t co_version;	/* u32 in PyCodeObject */
+	uint64_t exec_mask;	/* _PyStackRef tag bits cleared (3.14+) */
+	uint8_t owner_skip;	/* first owner value that is not a Python frame */
+	uint8_t owner_stop;	/* sentinel base frame */
+	uint16_t compact_extra;	/* sizeof(PyCompactUnicodeObject) - sizeof(PyASCIIObject) */
+};
+
+static const struct ver_extra extras[] = {
+	/* owner 3 = FRAME_OWNED_BY_CSTACK (entry shim) */
+	{ 13, 92, ~0ULL, 3, TB_NO_OWNER, 16 },
+	/* owner 3 = INTERPRETER, 4 = CSTACK; f_executable is a tagged _PyStackRef */
+	{ 14, 92, ~3ULL, 3, TB_NO_OWNER, 16 },
+	/* owner 3 = INTERPRETER, 4 = THREAD_STATE: the sentinel at the bottom */
+	{ 15, 92, ~3ULL, 3, 4, 16 },
+};
+
+/* 3.11 and 3.12: no debug offsets; verified with DWARF and live walks. */
+static const struct py_layout builtin[] = {
+	{
+		.version = 0x030b0000, .source = "built-in table (3.11)",
+		.walk = {
+			.exec_mask = ~0ULL,
+			.rt_interp_head = 40, .interp_next = 0, .interp_threads_head = 16,
+			.ts_next = 8, .ts_native_tid = 160,
+			.ts_frame = 56, .cframe_frame = 8,	/* tstate->cframe->current_frame */
+			.fr_previous = 48, .fr_code = 32, .fr_instr = 56, .fr_owner = 69,
+			.co_type = 8, .co_adaptive = 184,
+			/* no co_version: qualname and linetable pointers identify the code */
+			.co_fp = 128, .co_fp2 = 136,
+			.owner_skip = 0xff, .owner_stop = TB_NO_OWNER,
+		},
+		.co_size = 192, .co_filename = 112, .co_name = 120, .co_qualname = 128,
+		.co_linetable = 136, .co_firstlineno = 72, .co_version = NO,
+		.interp_code_gen = NO,
+		.str = { .length = 16, .state = 32, .ascii_size = 48, .compact_size = 72,
+			 .bytes_size = 16, .bytes_data = 32 },
+	},
+	{
+		.version = 0x030c0000, .source = "built-in table (3.12)",
+		.walk = {
+			.exec_mask = ~0ULL,
+			.rt_interp_head = 40, .interp_next = 0, .interp_threads_head = 72,
+			.ts_next = 8, .ts_native_tid = 144,
+			.ts_frame = 56, .cframe_frame = 0,
+			.fr_previous = 8, .fr_code = 0, .fr_instr = 56, .fr_owner = 70,
+			.co_type = 8, .co_adaptive = 192,
+			.co_fp = 92, .co_fp2 = NO,
+			.owner_skip = 3, .owner_stop = TB_NO_OWNER,
+		},
+		.co_size = 200, .co_filename = 112, .co_name = 120, .co_qualname = 128,
+		.co_linetable = 136, .co_firstlineno = 68, .co_version = 92,
+		.interp_code_gen = NO,
+		.str = { .length = 16, .state = 32, .ascii_size = 40, .compact_size = 56,
+			 .bytes_size = 16, .bytes_data = 32 },
+	},
+};
+
+static uint16_t max16(uint16_t a, uint16_t b)
+{
+	return a > b ? a : b;
+}
+
+/* Read sizes that cover every field the walker takes from one read. */
+static int finish(struct py_layout *l)
+{
+	struct tb_walk *w = &l->walk;
+	uint16_t fp2 = w->co_fp2 == NO ? 0 : w->co_fp2 + 4;
+
+	w->ts_read = max16(w->ts_native_tid, max16(w->ts_next, w->ts_frame)) + 8;
+	w->fr_read = max16(max16(w->fr_previous, w->fr_code), w->fr_instr) + 8;
+	w->fr_read = max16(w->fr_read, w->fr_owner + 1);
+	w->co_read = max16(max16(w->co_type + 8, w->co_fp + 4), fp2);
+	if (w->ts_read > TB_READ_MAX || w->fr_read > TB_READ_MAX ||
+	    w->co_read > TB_READ_MAX)
+		return LAYOUT_INCONSISTENT;
+	return LAYOUT_OK;
+}
+
+uint32_t layout_debug_version(const void *buf, size_t len)
+{
+	uint64_t v;
+
+	if (len < 16 || memcmp(buf, "xdebugpy", 8))
+		return 0;
+	memcpy(&v, (const uint8_t *)buf + 8, 8);
+	return (uint32_t)v;
+}
+
+int layout_has_debug_offsets(uint32_t version)
+{
+	return PY_MAJOR(version) == 3 && PY_MINOR(version) >= 13;
+}
+
+static uint64_t rd(const uint8_t *buf, uint16_t pos)
+{
+	uint64_t v;
+
+	memcpy(&v, buf + pos, 8);
+	return v;
+}
+
+/* A field offset must fit in a u16 and lie inside its struct. */
+static int field(const uint8_t *buf, uint16_t pos, uint64_t size, uint16_t *out)
+{
+	uint64_t v = rd(buf, pos);
+
+	if (v >= size || v > 0xfffe)
+		return -1;
+	*out = (uint16_t)v;
+	return 0;
+}
+
+static int check_version(uint32_t version, unsigned flags)
+{
+	if (PY_LEVEL(version) != PY_FINAL && !(flags & LAYOUT_FORCE))
+		return LAYOUT_PRERELEASE;
+	return LAYOUT_OK;
+}
+
+static const struct dbg_pos *find_pos(unsigned minor, unsigned flags)
+{
+	size_t i, n = sizeof(dbg_positions) / sizeof(dbg_positions[0]);
+
+	for (i = 0; i < n; i++)
+		if (dbg_positions[i].minor == minor)
+			return &dbg_positions[i];
+	/* Forced: the newest layout we know is the nearest guess. */
+	if ((flags & LAYOUT_FORCE) && minor > dbg_positions[n - 1].minor)
+		return &dbg_positions[n - 1];
+	return NULL;
+}
+
+static const struct ver_extra *find_extra(unsigned minor)
+{
+	size_t i, n = sizeof(extras) / sizeof(extras[0]);
+
+	for (i = 0; i < n; i++)
+		if (extras[i].minor == minor)
+			return &extras[i];
+	return &extras[n - 1];
+}
+
+static int parse_debug(const uint8_t *b, const struct dbg_pos *p,
+		       const struct ver_extra *x, struct py_layout *l)
+{
+	struct tb_walk *w = &l->walk;
+	uint64_t is = rd(b, p->is_size), ts = rd(b, p->ts_size), fr = rd(b, p->fr_size);
+	uint64_t co = rd(b, p->co_size), by = rd(b, p->by_size), st = rd(b, p->st_size);
+	uint16_t ascii = 0;
+	int bad = 0;
+
+	w->rt_interp_head = (uint16_t)rd(b, p->rt_interp_head);
+	bad |= w->rt_interp_head != rd(b, p->rt_interp_head);
+	bad |= field(b, p->is_next, is, &w->interp_next);
+	bad |= field(b, p->is_threads_head, is, &w->interp_threads_head);
+	bad |= field(b, p->ts_next, ts, &w->ts_next);
+	bad |= field(b, p->ts_frame, ts, &w->ts_frame);
+	bad |= field(b, p->ts_native_tid, ts, &w->ts_native_tid);
+	bad |= field(b, p->fr_previous, fr, &w->fr_previous);
+	bad |= field(b, p->fr_code, fr, &w->fr_code);
+	bad |= field(b, p->fr_instr, fr, &w->fr_instr);
+	bad |= field(b, p->fr_owner, fr, &w->fr_owner);
+	bad |= field(b, p->co_adaptive, co + 1, &w->co_adaptive);
+	bad |= field(b, p->co_filename, co, &l->co_filename);
+	bad |= field(b, p->co_name, co, &l->co_name);
+	bad |= field(b, p->co_qualname, co, &l->co_qualname);
+	bad |= field(b, p->co_linetable, co, &l->co_linetable);
+	bad |= field(b, p->co_firstlineno, co, &l->co_firstlineno);
+	bad |= field(b, p->ob_type, co, &w->co_type);
+	bad |= field(b, p->by_ob_size, by, &l->str.bytes_size);
+	bad |= field(b, p->by_sval, by + 1, &l->str.bytes_data);
+	bad |= field(b, p->st_state, st, &l->str.state);
+	bad |= field(b, p->st_length, st, &l->str.length);
+	bad |= field(b, p->st_ascii_size, st + 1, &ascii);
+	if (p->is_code_gen != NO)
+		bad |= field(b, p->is_code_gen, is, &l->interp_code_gen);
+	else
+		l->interp_code_gen = NO;
+	if (bad || co > 0xffff || (uint64_t)x->co_version + 4 > co)
+		return LAYOUT_INCONSISTENT;
+
+	w->cframe_frame = NO;
+	w->exec_mask = x->exec_mask;
+	w->co_fp = x->co_version;
+	w->co_fp2 = NO;
+	w->owner_skip = x->owner_skip;
+	w->owner_stop = x->owner_stop;
+	l->co_size = (uint16_t)co;
+	l->co_version = x->co_version;
+	l->str.ascii_size = ascii;
+	l->str.compact_size = ascii + x->compact_extra;
+	l->str.state_shift = 0;
+	return finish(l);
+}
+
+int layout_from_debug_offsets(const void *buf, size_t len, unsigned flags,
+			      struct py_layout *out)
+{
+	const uint8_t *b = buf;
+	const struct dbg_pos *p;
+	uint32_t version = layout_debug_version(buf, len);
+	uint64_t free_threaded;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	if (!version)
+		return len < 16 ? LAYOUT_TRUNCATED : LAYOUT_BAD_COOKIE;
+	out->version = version;
+	if (!layout_has_debug_offsets(version))
+		return LAYOUT_UNSUPPORTED;
+	err = check_version(version, flags);
+	if (err)
+		return err;
+	p = find_pos(PY_MINOR(version), flags);
+	if (!p)
+		return LAYOUT_UNSUPPORTED;
+	if (len < p->total)
+		return LAYOUT_TRUNCATED;
+	free_threaded = rd(b, 16);
+	if (free_threaded)
+		return LAYOUT_FREE_THREADED;
+	out->source = "_Py_DebugOffsets";
+	err = parse_debug(b, p, find_extra(p->minor), out);
+	out->version = version;
+	return err;
+}
+
+int layout_from_version(uint32_t version, unsigned flags, struct py_layout *out)
+{
+	size_t i;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	out->version = version;
+	if (PY_MAJOR(version) != 3)
+		return LAYOUT_UNSUPPORTED;
+	err = check_version(version, flags);
+	if (err)
+		return err;
+	for (i = 0; i < sizeof(builtin) / sizeof(builtin[0]); i++) {
+		if (PY_MINOR(builtin[i].version) != PY_MINOR(version))
+			continue;
+		*out = builtin[i];
+		out->version = version;
+		return finish(out);
+	}
+	return LAYOUT_UNSUPPORTED;
+}
+
+const char *layout_strerror(int err)
+{
+	switch (err) {
+	case LAYOUT_OK:
+		return "ok";
+	case LAYOUT_BAD_COOKIE:
+		return "no _Py_DebugOffsets cookie at _PyRuntime";
+	case LAYOUT_UNSUPPORTED:
+		return "no known layout for this version";
+	case LAYOUT_TRUNCATED:
+		return "_Py_DebugOffsets is shorter than this version's layout";
+	case LAYOUT_FREE_THREADED:
+		return "free-threaded (no-GIL) builds are not supported yet";
+	case LAYOUT_INCONSISTENT:
+		return "_Py_DebugOffsets values do not fit this version's structures";
+	case LAYOUT_PRERELEASE:
+		return "pre-release layouts change between builds";
+	}
+	return "unknown layout error";
+}
+
+void py_version_str(uint32_t v, char *buf, size_t len)
+{
+	static const char level[16] = { [0xa] = 'a', [0xb] = 'b', [0xc] = 'c' };
+
+	if (PY_LEVEL(v) == PY_FINAL || !level[PY_LEVEL(v)])
+		snprintf(buf, len, "%u.%u.%u", PY_MAJOR(v), PY_MINOR(v), PY_MICRO(v));
+	else
+		snprintf(buf, len, "%u.%u.%u%s%u", PY_MAJOR(v), PY_MINOR(v), PY_MICRO(v),
+			 PY_LEVEL(v) == 0xc ? "rc" : (char[]){ level[PY_LEVEL(v)], 0 },
+			 PY_SERIAL(v));
+}

@@ -1,0 +1,651 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * proc - /proc/PID parsing and locating the CPython runtime in a process.
+ *
+ * Locating works on the process's own view of its files: each mapped file
+ * is opened through /proc/PID/root so a containerised process is inspected
+ * with its own libpython, and through /proc/PID/map_files when that path
+ * now leads elsewhere (file deleted or replaced by an upgrade, or a hostile
+ * symlink).  Files are opened O_PATH and checked to be regular before they
+ * are really opened: opening a mapped device node could have side effects.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "proc.h"
+#include "pyelf.h"
+
+#define DELETED_SUFFIX " (deleted)"
+
+/* Candidate ranks, tried in this order. */
+enum rank {
+	RANK_PYTHON_NAME,	/* python3.13, libpython3.13.so.1.0 */
+	RANK_PYTHON_INSIDE,	/* other names containing "python" */
+	RANK_EXE,		/* /proc/PID/exe */
+	RANK_EXEC,		/* anything else with an executable mapping */
+	RANK_NR,
+	RANK_SKIP = RANK_NR,
+};
+
+/* One mapped file, keyed by (dev, inode): opened and judged at most once. */
+struct object {
+	uint64_t inode;
+	unsigned dev_major, dev_minor;
+	uint64_t base, base_end;	/* the mapping of file offset 0 */
+	bool has_base, has_exec, deleted;
+	char *path;			/* as in maps */
+};
+
+struct vma {
+	uint64_t start, end;
+	bool writable;
+};
+
+struct maps {
+	struct object *objs;
+	size_t nobjs, objcap;
+	struct vma *vmas;
+	size_t nvmas, vmacap;
+};
+
+/* State of one proc_locate_python() call. */
+struct locate {
+	pid_t pid;
+	int rootfd;
+	struct maps maps;
+	struct stat exe;
+	bool exe_ok;
+	int access_errno;		/* last EACCES/EPERM met opening a candidate */
+	char *err;
+	size_t errlen;
+};
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- /proc/PID/maps lines ---- */
+
+static int parse_hex(const char **pp, uint64_t *val, int maxdigits)
+{
+	const char *p = *pp;
+	uint64_t v = 0;
+	int n;
+
+	for (n = 0; isxdigit((unsigned char)p[n]); n++) {
+		if (n == maxdigits)
+			return -1;
+		v = v << 4 | (uint64_t)(isdigit((unsigned char)p[n]) ?
+					p[n] - '0' : (tolower((unsigned char)p[n]) - 'a' + 10));
+	}
+	if (!n)
+		return -1;
+	*val = v;
+	*pp = p + n;
+	return 0;
+}
+
+static int parse_dec(const char **pp, uint64_t *val)
+{
+	const char *p = *pp;
+	uint64_t v = 0, d;
+
+	if (!isdigit((unsigned char)*p))
+		return -1;
+	for (; isdigit((unsigned char)*p); p++) {
+		d = (uint64_t)(*p - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
+	*val = v;
+	*pp = p;
+	return 0;
+}
+
+/* Consume @c; never steps past the terminating NUL. */
+static int expect(const char **pp, char c)
+{
+	if (**pp != c)
+		return -1;
+	(*pp)++;
+	return 0;
+}
+
+static int parse_perms(const char **pp, char perms[5])
+{
+	const char *p = *pp;
+
+	if ((p[0] != 'r' && p[0] != '-') || (p[1] != 'w' && p[1] != '-') ||
+	    (p[2] != 'x' && p[2] != '-') || (p[3] != 'p' && p[3] != 's'))
+		return -1;
+	memcpy(perms, p, 4);
+	perms[4] = '\0';
+	*pp = p + 4;
+	return 0;
+}
+
+static int parse_path(const char *p, struct proc_map *m)
+{
+	size_t len;
+
+	/* The kernel pads to align the path column; the path itself is what follows. */
+	while (*p == ' ')
+		p++;
+	len = strcspn(p, "\n");
+	if (p[len] == '\n' && p[len + 1])
+		return -1;
+	if (len >= sizeof(m->path))
+		return -1;
+	memcpy(m->path, p, len);
+	m->path[len] = '\0';
+	len = strlen(DELETED_SUFFIX);
+	m->deleted = strlen(m->path) > len &&
+		     !strcmp(m->path + strlen(m->path) - len, DELETED_SUFFIX);
+	return 0;
+}
+
+int proc_parse_maps_line(const char *line, struct proc_map *m)
+{
+	const char *p = line;
+	uint64_t major, minor;
+
+	m->path[0] = '\0';
+	m->deleted = false;
+	if (!p || parse_hex(&p, &m->start, 16) || expect(&p, '-') ||
+	    parse_hex(&p, &m->end, 16) || expect(&p, ' ') ||
+	    parse_perms(&p, m->perms) || expect(&p, ' ') ||
+	    parse_hex(&p, &m->offset, 16) || expect(&p, ' ') ||
+	    parse_hex(&p, &major, 8) || expect(&p, ':') ||
+	    parse_hex(&p, &minor, 8) || expect(&p, ' ') ||
+	    parse_dec(&p, &m->inode))
+		return -1;
+	if (m->start >= m->end)
+		return -1;
+	m->dev_major = (unsigned)major;
+	m->dev_minor = (unsigned)minor;
+	if (*p != ' ' && *p != '\n' && *p != '\0')
+		return -1;
+	return parse_path(p, m);
+}
+
+/* ---- small /proc files ---- */
+
+/* Read a small file whole, NUL-terminated; bytes read or -1 (errno set). */
+static ssize_t read_small(const char *path, char *buf, size_t len)
+{
+	ssize_t n, total = 0;
+	int fd, saved;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	while ((size_t)total < len - 1) {
+		n = read(fd, buf + total, len - 1 - (size_t)total);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			saved = errno;
+			close(fd);
+			errno = saved;
+			return -1;
+		}
+		if (!n)
+			break;
+		total += n;
+	}
+	close(fd);
+	buf[total] = '\0';
+	return total;
+}
+
+uint64_t proc_start_time(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	int field;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (pid <= 0 || read_small(path, buf, sizeof(buf)) <= 0)
+		return 0;
+	/* comm may hold spaces and ')': it ends at the last ')'. */
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return 0;
+	p += 2;				/* field 3, state */
+	for (field = 3; field < 22; field++) {
+		p = strchr(p, ' ');
+		if (!p)
+			return 0;
+		p++;
+	}
+	if (!isdigit((unsigned char)*p))
+		return 0;
+	return strtoull(p, NULL, 10);
+}
+
+int proc_exists(pid_t pid)
+{
+	char path[64];
+
+	if (pid <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	return access(path, F_OK) == 0;
+}
+
+int proc_comm(pid_t pid, pid_t tid, char *buf, size_t len)
+{
+	char path[96];
+	ssize_t n;
+
+	if (!buf || !len)
+		return -1;
+	buf[0] = '\0';
+	if (pid <= 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid,
+		 (int)(tid > 0 ? tid : pid));
+	n = read_small(path, buf, len);
+	if (n < 0) {
+		buf[0] = '\0';
+		return -1;
+	}
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/* ---- the process's mappings, grouped by file ---- */
+
+static void *grow(void *arr, size_t *cap, size_t need, size_t elem)
+{
+	size_t ncap = *cap ? *cap * 2 : 64;
+	void *p;
+
+	if (need <= *cap)
+		return arr;
+	while (ncap < need)
+		ncap *= 2;
+	p = reallocarray(arr, ncap, elem);
+	if (p)
+		*cap = ncap;
+	return p;
+}
+
+static void maps_free(struct maps *mp)
+{
+	size_t i;
+
+	for (i = 0; i < mp->nobjs; i++)
+		free(mp->objs[i].path);
+	free(mp->objs);
+	free(mp->vmas);
+	memset(mp, 0, sizeof(*mp));
+}
+
+static struct object *find_object(struct maps *mp, const struct proc_map *m)
+{
+	size_t i;
+
+	for (i = 0; i < mp->nobjs; i++) {
+		struct object *o = &mp->objs[i];
+
+		if (o->inode == m->inode && o->dev_major == m->dev_major &&
+		    o->dev_minor == m->dev_minor)
+			return o;
+	}
+	return NULL;
+}
+
+static struct object *add_object(struct maps *mp, const struct proc_map *m)
+{
+	struct object *objs, *o;
+
+	objs = grow(mp->objs, &mp->objcap, mp->nobjs + 1, sizeof(*objs));
+	if (!objs)
+		return NULL;
+	mp->objs = objs;
+	o = &objs[mp->nobjs];
+	memset(o, 0, sizeof(*o));
+	o->path = strdup(m->path);
+	if (!o->path)
+		return NULL;
+	o->inode = m->inode;
+	o->dev_major = m->dev_major;
+	o->dev_minor = m->dev_minor;
+	o->deleted = m->deleted;
+	mp->nobjs++;
+	return o;
+}
+
+static int add_mapping(struct maps *mp, const struct proc_map *m)
+{
+	struct object *o;
+	struct vma *vmas;
+
+	vmas = grow(mp->vmas, &mp->vmacap, mp->nvmas + 1, sizeof(*vmas));
+	if (!vmas)
+		return -1;
+	mp->vmas = vmas;
+	vmas[mp->nvmas++] = (struct vma){ m->start, m->end, m->perms[1] == 'w' };
+
+	/* Only real files can hold an interpreter ([vdso], anon_inode:, ...). */
+	if (!m->inode || m->path[0] != '/')
+		return 0;
+	o = find_object(mp, m);
+	if (!o)
+		o = add_object(mp, m);
+	if (!o)
+		return -1;
+	if (m->offset == 0 && !o->has_base) {
+		o->base = m->start;
+		o->base_end = m->end;
+		o->has_base = true;
+	}
+	if (m->perms[2] == 'x')
+		o->has_exec = true;
+	return 0;
+}
+
+static int errno_to_proc(int e)
+{
+	if (e == ENOENT || e == ESRCH)
+		return PROC_NO_PROCESS;
+	if (e == EACCES || e == EPERM)
+		return PROC_ACCESS;
+	return PROC_ERROR;
+}
+
+static int read_maps(struct locate *lc)
+{
+	struct proc_map *m;
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+	int ret = PROC_OK;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)lc->pid);
+	f = fopen(path, "re");
+	if (!f) {
+		seterr(lc->err, lc->errlen, "%s: %s", path, strerror(errno));
+		return errno_to_proc(errno);
+	}
+	/* struct proc_map carries a PATH_MAX buffer: keep it off the stack. */
+	m = malloc(sizeof(*m));
+	if (!m) {
+		fclose(f);
+		seterr(lc->err, lc->errlen, "out of memory");
+		return PROC_ERROR;
+	}
+	errno = 0;
+	while (getline(&line, &cap, f) > 0) {
+		if (proc_parse_maps_line(line, m))
+			continue;
+		if (add_mapping(&lc->maps, m)) {
+			seterr(lc->err, lc->errlen, "out of memory");
+			ret = PROC_ERROR;
+			break;
+		}
+	}
+	/* A process that exits while we read makes read() fail with ESRCH. */
+	if (ret == PROC_OK && ferror(f)) {
+		seterr(lc->err, lc->errlen, "%s: %s", path, strerror(errno));
+		ret = errno_to_proc(errno);
+	}
+	free(line);
+	free(m);
+	fclose(f);
+	return ret;
+}
+
+/* ---- candidates ---- */
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+static enum rank object_rank(const struct locate *lc, const struct object *o)
+{
+	const char *base = base_name(o->path);
+
+	/* Without the offset-0 mapping there is no bias to compute. */
+	if (!o->has_base)
+		return RANK_SKIP;
+	if (!strncmp(base, "python", 6) || !strncmp(base, "libpython", 9))
+		return RANK_PYTHON_NAME;
+	if (strstr(base, "python"))
+		return RANK_PYTHON_INSIDE;
+	/*
+	 * Overlayfs may show maps a different device than stat() does, so an
+	 * inode match alone is enough here: this only orders the candidates.
+	 */
+	if (lc->exe_ok && lc->exe.st_ino == o->inode)
+		return RANK_EXE;
+	if (o->has_exec)
+		return RANK_EXEC;
+	return RANK_SKIP;
+}
+
+static bool same_file(const struct stat *st, const struct object *o, bool *dev_ok)
+{
+	if (!S_ISREG(st->st_mode) || st->st_ino != o->inode)
+		return false;
+	*dev_ok = major(st->st_dev) == o->dev_major &&
+		  minor(st->st_dev) == o->dev_minor;
+	return true;
+}
+
+/* O_PATH lookup of @path inside the process's root directory. */
+static int open_in_root(int rootfd, const char *path)
+{
+	static bool no_openat2;
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		/* Absolute symlinks in the container stay in the container. */
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	const char *rel = path + strspn(path, "/");
+	int fd;
+
+	if (!no_openat2) {
+		fd = (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
+		if (fd >= 0 || errno != ENOSYS)
+			return fd;
+		no_openat2 = true;	/* kernel < 5.6 or a seccomp filter */
+	}
+	/* openat() follows absolute symlinks to our root: callers check the inode. */
+	return openat(rootfd, rel, O_PATH | O_CLOEXEC);
+}
+
+/* The very file mapped at the object's offset-0 mapping, deleted or not. */
+static int open_map_files(const struct locate *lc, const struct object *o)
+{
+	char path[96];
+
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)lc->pid,
+		 (unsigned long long)o->base, (unsigned long long)o->base_end);
+	return open(path, O_PATH | O_CLOEXEC);
+}
+
+/* O_PATH fd of a regular file -> readable fd; consumes @pfd. */
+static int reopen_read(int pfd)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", pfd);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	close(pfd);
+	return fd;
+}
+
+static void note_errno(struct locate *lc, int e)
+{
+	if (e == EACCES || e == EPERM)
+		lc->access_errno = e;
+}
+
+/* Readable fd for the object's file, or -1. */
+static int open_object(struct locate *lc, const struct object *o)
+{
+	struct stat st;
+	bool dev_ok = false, ino_ok = false;
+	int pfd = -1, mfd;
+
+	if (!o->deleted) {
+		pfd = open_in_root(lc->rootfd, o->path);
+		if (pfd < 0)
+			note_errno(lc, errno);
+		else if (!fstat(pfd, &st))
+			ino_ok = same_file(&st, o, &dev_ok);
+		if (ino_ok && dev_ok)
+			return reopen_read(pfd);
+	}
+	/* The path is gone or names another file: use the mapping itself. */
+	mfd = open_map_files(lc, o);
+	if (mfd >= 0 && !fstat(mfd, &st) && S_ISREG(st.st_mode)) {
+		if (pfd >= 0)
+			close(pfd);
+		return reopen_read(mfd);
+	}
+	if (mfd < 0)
+		note_errno(lc, errno);
+	else
+		close(mfd);
+	/* Same inode on another st_dev: overlayfs; good enough without map_files. */
+	if (ino_ok)
+		return reopen_read(pfd);
+	if (pfd >= 0)
+		close(pfd);
+	return -1;
+}
+
+static bool in_writable_vma(const struct maps *mp, uint64_t addr)
+{
+	size_t i;
+
+	for (i = 0; i < mp->nvmas; i++)
+		if (mp->vmas[i].writable && addr >= mp->vmas[i].start &&
+		    addr < mp->vmas[i].end)
+			return true;
+	return false;
+}
+
+static uint64_t rebase(uint64_t vaddr, uint64_t bias)
+{
+	return vaddr ? vaddr + bias : 0;
+}
+
+/* PROC_OK with @loc filled if this object holds the runtime, else PROC_NOT_PYTHON. */
+static int try_object(struct locate *lc, const struct object *o,
+		      struct py_location *loc)
+{
+	struct pyelf_info info;
+	char why[128];
+	uint64_t bias;
+	int fd, ret;
+
+	fd = open_object(lc, o);
+	if (fd < 0)
+		return PROC_NOT_PYTHON;
+	ret = pyelf_inspect_fd(fd, o->path, &info, why, sizeof(why));
+	close(fd);
+	if (ret)
+		return PROC_NOT_PYTHON;
+	bias = o->base - info.load_vaddr;
+	/* _PyRuntime is written at run time: a wrong bias shows up here. */
+	if (!in_writable_vma(&lc->maps, info.runtime_vaddr + bias)) {
+		seterr(lc->err, lc->errlen, "%s: _PyRuntime at %#llx is not in a writable mapping",
+		       o->path, (unsigned long long)(info.runtime_vaddr + bias));
+		return PROC_NOT_PYTHON;
+	}
+	memset(loc, 0, sizeof(*loc));
+	loc->bias = bias;
+	loc->runtime_addr = info.runtime_vaddr + bias;
+	loc->runtime_size = info.runtime_size;
+	loc->code_type_addr = rebase(info.code_type_vaddr, bias);
+	loc->py_version_addr = rebase(info.py_version_vaddr, bias);
+	snprintf(loc->path, sizeof(loc->path), "%s", o->path);
+	snprintf(loc->version_hint, sizeof(loc->version_hint), "%s", info.soname_version);
+	return PROC_OK;
+}
+
+static int try_candidates(struct locate *lc, struct py_location *loc)
+{
+	struct maps *mp = &lc->maps;
+	enum rank r;
+	size_t i;
+
+	for (r = 0; r < RANK_NR; r++) {
+		for (i = 0; i < mp->nobjs; i++) {
+			if (object_rank(lc, &mp->objs[i]) != r)
+				continue;
+			if (try_object(lc, &mp->objs[i], loc) == PROC_OK)
+				return PROC_OK;
+		}
+	}
+	return PROC_NOT_PYTHON;
+}
+
+static int locate_setup(struct locate *lc)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)lc->pid);
+	lc->rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (lc->rootfd < 0) {
+		seterr(lc->err, lc->errlen, "%s: %s", path, strerror(errno));
+		return errno_to_proc(errno);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)lc->pid);
+	lc->exe_ok = stat(path, &lc->exe) == 0;
+	return read_maps(lc);
+}
+
+int proc_locate_python(pid_t pid, struct py_location *loc, char *err, size_t errlen)
+{
+	struct locate lc = { .pid = pid, .rootfd = -1, .err = err, .errlen = errlen };
+	int ret;
+
+	memset(loc, 0, sizeof(*loc));
+	seterr(err, errlen, "no _PyRuntime in any mapped file");
+	if (pid <= 0) {
+		seterr(err, errlen, "invalid pid %d", (int)pid);
+		return PROC_NO_PROCESS;
+	}
+	ret = locate_setup(&lc);
+	if (ret == PROC_OK)
+		ret = try_candidates(&lc, loc);
+	if (ret == PROC_NOT_PYTHON && !proc_exists(pid)) {
+		seterr(err, errlen, "process %d exited", (int)pid);
+		ret = PROC_NO_PROCESS;
+	} else if (ret == PROC_NOT_PYTHON && lc.access_errno) {
+		seterr(err, errlen, "cannot open a mapped file: %s", strerror(lc.access_errno));
+		ret = PROC_ACCESS;
+	}
+	if (ret == PROC_OK && err && errlen)
+		err[0] = '\0';
+	if (lc.rootfd >= 0)
+		close(lc.rootfd);
+	maps_free(&lc.maps);
+	return ret;
+}

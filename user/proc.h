@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * proc - /proc/PID parsing and locating the CPython runtime in a live process.
+ */
+#ifndef TACHYON_PROC_H
+#define TACHYON_PROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* One line of /proc/PID/maps. */
+struct proc_map {
+	uint64_t start, end, offset;
+	uint64_t inode;
+	unsigned dev_major, dev_minor;
+	char perms[5];
+	char path[4096];	/* "" when anonymous; " (deleted)" kept */
+	bool deleted;		/* path ends with " (deleted)" */
+};
+
+/*
+ * Parse one /proc/PID/maps line (trailing newline optional); 0 ok, -1
+ * malformed.  Paths may contain spaces.  Pure function.
+ */
+int proc_parse_maps_line(const char *line, struct proc_map *m);
+
+/* Where the interpreter lives in a process. */
+struct py_location {
+	uint64_t runtime_addr;		/* absolute &_PyRuntime in the process */
+	uint64_t runtime_size;
+	uint64_t code_type_addr;	/* absolute &PyCode_Type, 0 if unknown */
+	uint64_t py_version_addr;	/* absolute &Py_Version, 0 if unknown */
+	uint64_t bias;			/* load bias of the object holding _PyRuntime */
+	char path[4096];		/* that object's path as the process's maps show it */
+	char version_hint[16];		/* from the file name, e.g. "3.13", may be "" */
+};
+
+enum proc_err {
+	PROC_OK = 0,
+	PROC_NO_PROCESS = -1,
+	PROC_NOT_PYTHON = -2,
+	PROC_ACCESS = -3,
+	PROC_ERROR = -4,
+};
+
+/*
+ * Find the interpreter in process @pid.  Candidates, each file opened at
+ * most once: mapped files named python* / libpython*, then other names
+ * containing "python", then /proc/PID/exe, then any other file with an
+ * executable mapping (embedded or statically linked interpreters).  Files
+ * are opened through /proc/PID/root (containers) and, when that path no
+ * longer leads to the mapped inode, through /proc/PID/map_files.  Returns
+ * an enum proc_err; on failure @err holds a short reason.
+ */
+int proc_locate_python(pid_t pid, struct py_location *loc, char *err, size_t errlen);
+
+/* Field 22 of /proc/PID/stat (clock ticks since boot), to detect pid reuse; 0 on error. */
+uint64_t proc_start_time(pid_t pid);
+
+/* 1 if /proc/PID exists, 0 if not. */
+int proc_exists(pid_t pid);
+
+/* comm of @tid in @pid (@tid <= 0: the process itself); 0 ok, -1 error. */
+int proc_comm(pid_t pid, pid_t tid, char *buf, size_t len);
+
+#endif /* TACHYON_PROC_H */

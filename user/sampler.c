@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include "errors.h"
+#include "sampler.h"
+#include "tachyon.skel.h"
+
+#define RB_MIN		(4u << 20)
+#define RB_MAX		(256u << 20)
+#define SAMPLE_BYTES	(sizeof(struct tb_sample) + 8)	/* + ring buffer header */
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG && tb_verbose < 2)
+		return 0;
+	if (level == LIBBPF_INFO && !tb_verbose)
+		return 0;
+	if (!tb_verbose)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static size_t pow2_at_least(size_t n)
+{
+	size_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+/* Room for about two seconds of samples from every CPU. */
+static size_t ringbuf_size(const struct sampler_opts *o, int ncpus)
+{
+	uint64_t hz = o->freq ? o->freq : 1000;
+	size_t want = pow2_at_least((size_t)(hz * ncpus * SAMPLE_BYTES * 2));
+
+	return want < RB_MIN ? RB_MIN : want > RB_MAX ? RB_MAX : want;
+}
+
+/* Wake the reader after ~20 ms worth of samples, never less than a page. */
+static uint64_t wakeup_threshold(const struct sampler_opts *o, int ncpus, size_t rb)
+{
+	uint64_t hz = o->freq ? o->freq : 1000;
+	uint64_t w = hz * ncpus * SAMPLE_BYTES / 50;
+
+	if (w < 4096)
+		w = 4096;
+	if (w > rb / 4)
+		w = rb / 4;
+	return w;
+}
+
+int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen)
+{
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	s->stats_fd = -1;
+	libbpf_set_print(libbpf_quiet);
+	s->ncpus = libbpf_num_possible_cpus();
+	if (s->ncpus <= 0) {
+		snprintf(err, errlen, "cannot count CPUs: %s (is /sys mounted?)", strerror(-s->ncpus));
+		return -1;
+	}
+	s->skel = tachyon_bpf__open();
+	if (!s->skel) {
+		snprintf(err, errlen, "cannot open the BPF object: %s (rebuild with make)", strerror(errno));
+		return -1;
+	}
+	s->rb_bytes = ringbuf_size(o, s->ncpus);
+	bpf_map__set_max_entries(s->skel->maps.scratch, s->ncpus);
+	bpf_map__set_max_entries(s->skel->maps.events, s->rb_bytes);
+	s->skel->rodata->wakeup_bytes = wakeup_threshold(o, s->ncpus, s->rb_bytes);
+	ret = tachyon_bpf__load(s->skel);
+	if (ret) {
+		snprintf(err, errlen, "cannot load the BPF program: %s (run with -v for the verifier log; needs Linux >= 5.17 with BTF)",
+			 strerror(-ret));
+		return -1;
+	}
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), o->on_record, o->ctx, NULL);
+	if (!s->rb) {
+		snprintf(err, errlen, "cannot map the ring buffer: %s (check RLIMIT_MEMLOCK)", strerror(errno));
+		return -1;
+	}
+	s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (s->stats_fd < 0)
+		tb_debug("kernel BPF run-time statistics unavailable: %s", strerror(errno));
+	return 0;
+}
+
+/* CPUs listed in /sys/devices/system/cpu/online ("0-3,5"). */
+static int online_cpus(int *cpus, int max)
+{
+	FILE *f = fopen("/sys/devices/system/cpu/online", "re");
+	int n = 0, a, b;
+	char sep;
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%d", &a) == 1) {
+		b = a;
+		if (fscanf(f, "%c", &sep) == 1 && sep == '-') {
+			if (fscanf(f, "%d", &b) != 1)
+				break;
+			if (fscanf(f, "%c", &sep) != 1)
+				sep = '\n';
+		}
+		for (; a <= b && n < max; a++)
+			cpus[n++] = a;
+		if (sep != ',')
+			break;
+	}
+	fclose(f);
+	return n;
+}
+
+static int open_event(const struct sampler_opts *o, int cpu)
+{
+	struct perf_event_attr a = {
+		.size = sizeof(a),
+		.type = o->event->type,
+		.config = o->event->config,
+	};
+
+	if (o->freq) {
+		a.freq = 1;
+		a.sample_freq = o->freq;
+	} else {
+		a.sample_period = o->period;
+	}
+	return (int)syscall(SYS_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+int sampler_attach(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen)
+{
+	int *cpus = calloc(s->ncpus, sizeof(int));
+	int n, i;
+
+	s->links = calloc(s->ncpus, sizeof(*s->links));
+	s->pfds = calloc(s->ncpus, sizeof(int));
+	if (!cpus || !s->links || !s->pfds) {
+		free(cpus);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	n = online_cpus(cpus, s->ncpus);
+	if (n <= 0) {
+		free(cpus);
+		snprintf(err, errlen, "cannot read /sys/devices/system/cpu/online (is /sys mounted?)");
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		int fd = open_event(o, cpus[i]);
+
+		if (fd < 0) {
+			snprintf(err, errlen, "perf_event_open(%s) on CPU %d failed: %s (check kernel.perf_event_paranoid and CAP_PERFMON)",
+				 o->event->name, cpus[i], strerror(errno));
+			free(cpus);
+			return -1;
+		}
+		s->pfds[s->nlinks] = fd;
+		s->links[s->nlinks] = bpf_program__attach_perf_event(s->skel->progs.on_sample, fd);
+		if (!s->links[s->nlinks]) {
+			snprintf(err, errlen, "cannot attach to the perf event on CPU %d: %s",
+				 cpus[i], strerror(errno));
+			close(fd);
+			free(cpus);
+			return -1;
+		}
+		s->nlinks++;
+	}
+	free(cpus);
+	return 0;
+}
+
+int sampler_add(struct sampler *s, pid_t pid, const struct tb_walk *w)
+{
+	__u32 key = (__u32)pid;
+
+	return bpf_map__update_elem(s->skel->maps.procs, &key, sizeof(key), w, sizeof(*w), BPF_ANY);
+}
+
+int sampler_del(struct sampler *s, pid_t pid)
+{
+	__u32 key = (__u32)pid;
+
+	return bpf_map__delete_elem(s->skel->maps.procs, &key, sizeof(key), 0);
+}
+
+int sampler_counters(struct sampler *s, uint64_t c[TB_NR_COUNTERS])
+{
+	size_t sz = sizeof(__u64) * TB_NR_COUNTERS;
+	__u64 *v = calloc(s->ncpus, sz);
+	__u32 zero = 0;
+	int cpu, i, ret;
+
+	memset(c, 0, sz);
+	if (!v)
+		return -1;
+	ret = bpf_map__lookup_elem(s->skel->maps.counters, &zero, sizeof(zero), v,
+				   sz * s->ncpus, 0);
+	for (cpu = 0; !ret && cpu < s->ncpus; cpu++)
+		for (i = 0; i < TB_NR_COUNTERS; i++)
+			c[i] += v[cpu * TB_NR_COUNTERS + i];
+	free(v);
+	return ret;
+}
+
+int sampler_prog_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+	int ret;
+
+	ret = bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.on_sample), &info, &len);
+	if (ret)
+		return ret;
+	*run_ns = info.run_time_ns;
+	*run_cnt = info.run_cnt;
+	return 0;
+}
+
+int sampler_rb_fd(struct sampler *s)
+{
+	return ring_buffer__epoll_fd(s->rb);
+}
+
+int sampler_consume(struct sampler *s)
+{
+	return ring_buffer__consume(s->rb);
+}
+
+/* Stop sampling; the ring buffer and maps stay readable. */
+void sampler_detach(struct sampler *s)
+{
+	int i;
+
+	/* Destroying a perf-event link also closes its perf event fd. */
+	for (i = 0; i < s->nlinks; i++)
+		bpf_link__destroy(s->links[i]);
+	s->nlinks = 0;
+}
+
+void sampler_close(struct sampler *s)
+{
+	sampler_detach(s);
+	free(s->links);
+	free(s->pfds);
+	ring_buffer__free(s->rb);
+	tachyon_bpf__destroy(s->skel);
+	if (s->stats_fd >= 0)
+		close(s->stats_fd);
+	memset(s, 0, sizeof(*s));
+	s->stats_fd = -1;
+}

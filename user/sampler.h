@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The BPF side seen from userspace: load the skeleton, size its maps, open
+ * one perf event per online CPU with the program attached, expose the ring
+ * buffer, the per-process layouts and the counters.
+ */
+#ifndef TB_SAMPLER_H
+#define TB_SAMPLER_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <bpf/libbpf.h>
+#include "events.h"
+#include "tachyon.h"
+
+struct sampler_opts {
+	const struct tb_event *event;
+	uint64_t freq;		/* samples per second per CPU, or */
+	uint64_t period;	/* one sample every `period` events */
+	ring_buffer_sample_fn on_record;
+	void *ctx;
+};
+
+struct sampler {
+	struct tachyon_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link **links;
+	int *pfds;
+	int nlinks;
+	int ncpus;		/* possible CPUs: per-CPU map slots */
+	int stats_fd;		/* keeps kernel BPF run-time stats on */
+	size_t rb_bytes;
+};
+
+int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen);
+int sampler_attach(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen);
+int sampler_add(struct sampler *s, pid_t pid, const struct tb_walk *w);
+int sampler_del(struct sampler *s, pid_t pid);
+/* Sums of the per-CPU counters. */
+int sampler_counters(struct sampler *s, uint64_t c[TB_NR_COUNTERS]);
+/* Kernel BPF run-time statistics of the program: total ns and runs. */
+int sampler_prog_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt);
+int sampler_rb_fd(struct sampler *s);
+int sampler_consume(struct sampler *s);
+void sampler_detach(struct sampler *s);
+void sampler_close(struct sampler *s);
+
+#endif

@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pystr.h"
+#include "remote.h"
+#include "symbols.h"
+
+#define MAX_BATCH	128	/* code objects read per round */
+#define OBJ_PEEK	256	/* bytes read speculatively per str/bytes object */
+#define MAX_STR		4096	/* characters kept of a name or file */
+#define MAX_LINETABLE	(1 << 20)
+
+struct code_key {
+	uint32_t target;
+	uint32_t fp;
+	uint64_t addr;
+};
+
+/* One str/bytes object being fetched. */
+struct obj_read {
+	uint64_t addr;
+	uint8_t *buf;
+	size_t have;
+	int is_bytes;
+};
+
+struct pending {
+	struct code_key key;
+	struct code_info *ci;
+	uint8_t code[TB_READ_MAX * 4];
+	struct obj_read obj[3];	/* qualname, filename, linetable */
+};
+
+static struct code_info unknown_code;
+
+int symbols_init(struct symbols *s)
+{
+	memset(s, 0, sizeof(*s));
+	return hmap_init(&s->codes, sizeof(struct code_key));
+}
+
+void symbols_free(struct symbols *s)
+{
+	size_t it = 0;
+	void **val;
+
+	while (hmap_next(&s->codes, &it, NULL, &val)) {
+		struct code_info *ci = *val;
+
+		free(ci->qualname);
+		free(ci->filename);
+		linetable_free(&ci->lt);
+		free(ci);
+	}
+	hmap_free(&s->codes);
+}
+
+static struct code_key key_of(const struct target *t, const struct tb_frame *f)
+{
+	struct code_key k = { .target = t->id, .fp = f->fp, .addr = f->code };
+
+	return k;
+}
+
+static uint64_t get64(const uint8_t *b, uint16_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, b + off, 8);
+	return v;
+}
+
+static uint32_t get32(const uint8_t *b, uint16_t off)
+{
+	uint32_t v;
+
+	memcpy(&v, b + off, 4);
+	return v;
+}
+
+/* The fingerprint exactly as the BPF walker computes it. */
+static uint32_t fingerprint(const struct tb_walk *w, const uint8_t *code)
+{
+	uint32_t fp = get32(code, w->co_fp);
+
+	if (w->co_fp2 != TB_NO_OFFSET)
+		fp ^= get32(code, w->co_fp2);
+	return fp;
+}
+
+/* Is what we read still the code object the sample saw? */
+static int code_valid(const struct target *t, const struct pending *p)
+{
+	const struct tb_walk *w = &t->layout.walk;
+
+	if (w->code_type_addr && get64(p->code, w->co_type) != w->code_type_addr)
+		return 0;
+	return !p->key.fp || fingerprint(w, p->code) == p->key.fp;
+}
+
+static size_t peek_len(uint64_t addr)
+{
+	size_t to_page = 4096 - (addr & 4095);
+
+	/* Don't run into a page the object does not touch. */
+	return to_page < 64 ? 64 : (to_page < OBJ_PEEK ? to_page : OBJ_PEEK);
+}
+
+/* Round 2: the first bytes of each str/bytes object, in one batch. */
+static void peek_objects(const struct target *t, struct pending *p, int n)
+{
+	struct remote_req req[MAX_BATCH * 3];
+	int i, j, m = 0;
+
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < 3; j++) {
+			struct obj_read *o = &p[i].obj[j];
+
+			if (!o->addr)
+				continue;
+			o->have = peek_len(o->addr);
+			o->buf = malloc(o->have);
+			if (!o->buf)
+				continue;
+			req[m++] = (struct remote_req){ o->addr, o->buf, o->have, 0 };
+		}
+	}
+	remote_readv(t->pid, req, m);
+	for (i = 0, m = 0; i < n; i++) {
+		for (j = 0; j < 3; j++) {
+			struct obj_read *o = &p[i].obj[j];
+
+			if (!o->addr || !o->buf)
+				continue;
+			if (!req[m++].ok) {
+				free(o->buf);
+				o->buf = NULL;
+			}
+		}
+	}
+}
+
+/* The object's payload: from the peeked bytes or one more read. */
+static uint8_t *object_data(const struct target *t, struct obj_read *o,
+			    size_t off, size_t nbytes)
+{
+	uint8_t *data = malloc(nbytes + 1);
+
+	if (!data)
+		return NULL;
+	if (off + nbytes <= o->have) {
+		memcpy(data, o->buf + off, nbytes);
+		return data;
+	}
+	if (remote_read(t->pid, o->addr + off, data, nbytes)) {
+		free(data);
+		return NULL;
+	}
+	return data;
+}
+
+static char *decode_str(const struct target *t, struct obj_read *o)
+{
+	size_t off, nbytes, outsz;
+	int kind, ascii;
+	uint8_t *data;
+	char *out;
+
+	if (!o->buf || pystr_locate(&t->layout.str, o->buf, o->have, MAX_STR,
+				    &off, &nbytes, &kind, &ascii))
+		return NULL;
+	data = object_data(t, o, off, nbytes);
+	if (!data)
+		return NULL;
+	outsz = nbytes / kind * 4 + 1;
+	out = malloc(outsz);
+	if (out)
+		pystr_to_utf8(data, nbytes, kind, out, outsz);
+	free(data);
+	return out;
+}
+
+static void decode_linetable(const struct target *t, struct pending *p)
+{
+	struct obj_read *o = &p->obj[2];
+	size_t off, nbytes;
+	uint8_t *data;
+
+	if (!o->buf || pybytes_locate(&t->layout.str, o->buf, o->have, MAX_LINETABLE,
+				      &off, &nbytes))
+		return;
+	data = object_data(t, o, off, nbytes);
+	if (!data)
+		return;
+	linetable_decode(data, nbytes, p->ci->firstlineno, &p->ci->lt);
+	free(data);
+}
+
+static void finish_one(const struct target *t, struct pending *p)
+{
+	p->ci->qualname = decode_str(t, &p->obj[0]);
+	p->ci->filename = decode_str(t, &p->obj[1]);
+	if (!p->ci->qualname || !p->ci->filename) {
+		free(p->ci->qualname);
+		free(p->ci->filename);
+		p->ci->qualname = p->ci->filename = NULL;
+		return;
+	}
+	decode_linetable(t, p);
+}
+
+/* Read a batch of code objects: their headers, then their strings. */
+static void read_batch(struct symbols *s, const struct target *t, struct pending *p, int n)
+{
+	const struct py_layout *l = &t->layout;
+	struct remote_req req[MAX_BATCH];
+	int i;
+
+	for (i = 0; i < n; i++)
+		req[i] = (struct remote_req){ p[i].key.addr, p[i].code, l->co_size, 0 };
+	remote_readv(t->pid, req, n);
+	for (i = 0; i < n; i++) {
+		memset(p[i].obj, 0, sizeof(p[i].obj));
+		if (!req[i].ok || !code_valid(t, &p[i]))
+			continue;
+		p[i].ci->firstlineno = (int32_t)get32(p[i].code, l->co_firstlineno);
+		p[i].obj[0].addr = get64(p[i].code, l->co_qualname);
+		p[i].obj[1].addr = get64(p[i].code, l->co_filename);
+		p[i].obj[2].addr = get64(p[i].code, l->co_linetable);
+		p[i].obj[2].is_bytes = 1;
+	}
+	peek_objects(t, p, n);
+	for (i = 0; i < n; i++) {
+		if (p[i].obj[0].addr)
+			finish_one(t, &p[i]);
+		if (!p[i].ci->qualname)
+			s->failures++;
+		for (int j = 0; j < 3; j++)
+			free(p[i].obj[j].buf);
+	}
+	s->reads += n;
+}
+
+void symbols_resolve(struct symbols *s, const struct target *t,
+		     const struct tb_frame *frames, uint32_t n)
+{
+	static struct pending p[MAX_BATCH];
+	uint32_t i;
+	int m = 0;
+
+	for (i = 0; i < n; i++) {
+		struct code_key k = key_of(t, &frames[i]);
+		struct code_info *ci;
+		int added;
+		void **slot;
+
+		s->lookups++;
+		slot = hmap_put(&s->codes, &k, &added);
+		if (!slot || !added)
+			continue;
+		ci = calloc(1, sizeof(*ci));
+		if (!ci) {
+			hmap_del(&s->codes, &k);
+			continue;
+		}
+		ci->addr = k.addr;
+		*slot = ci;
+		p[m].key = k;
+		p[m].ci = ci;
+		if (++m == MAX_BATCH) {
+			read_batch(s, t, p, m);
+			m = 0;
+		}
+	}
+	if (m)
+		read_batch(s, t, p, m);
+}
+
+const struct code_info *symbols_get(struct symbols *s, const struct target *t,
+				    const struct tb_frame *f)
+{
+	struct code_key k = key_of(t, f);
+	void **slot = hmap_get(&s->codes, &k);
+
+	return slot && *slot ? *slot : &unknown_code;
+}
+
+const char *symbols_short_path(const char *path, const char *cwd, size_t cwd_len)
+{
+	static const char *const roots[] = { "/site-packages/", "/dist-packages/" };
+	const char *p, *lib;
+	size_t i;
+
+	for (i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		p = strstr(path, roots[i]);
+		if (p)
+			return p + strlen(roots[i]);
+	}
+	/* The standard library: .../lib/python3.X/mod.py -> mod.py */
+	lib = strstr(path, "/lib/python");
+	if (lib) {
+		p = strchr(lib + 11, '/');
+		if (p)
+			return p + 1;
+	}
+	if (cwd_len > 1 && !strncmp(path, cwd, cwd_len) && path[cwd_len])
+		return path + cwd_len;
+	return path;
+}
+
+/* Collapsed-stack safety: ';' separates frames, newlines separate stacks. */
+static size_t put_clean(char *out, size_t pos, size_t len, const char *s)
+{
+	for (; *s && pos + 1 < len; s++, pos++) {
+		unsigned char c = (unsigned char)*s;
+
+		out[pos] = c == ';' ? ':' : (c < 0x20 || c == 0x7f) ? ' ' : (char)c;
+	}
+	out[pos] = 0;
+	return pos;
+}
+
+void symbols_label(const struct code_info *ci, const struct tb_frame *f,
+		   const struct target *t, int full_paths, char *out, size_t len)
+{
+	const char *file;
+	char tail[32];
+	int32_t line;
+	size_t pos;
+
+	if (!ci->qualname) {
+		snprintf(out, len, "<unknown 0x%llx>", (unsigned long long)f->code);
+		return;
+	}
+	file = full_paths ? ci->filename :
+		symbols_short_path(ci->filename, t->cwd, t->cwd_len);
+	line = ci->lt.n ? linetable_line(&ci->lt, f->instr) : -1;
+	if (line < 0)
+		line = ci->firstlineno;
+	pos = put_clean(out, 0, len, ci->qualname);
+	pos = put_clean(out, pos, len, " (");
+	pos = put_clean(out, pos, len, file);
+	snprintf(tail, sizeof(tail), ":%d)", line);
+	put_clean(out, pos, len, tail);
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Code object address -> qualname, file, line. Each code object of a
+ * process is read once (batched process_vm_readv) and cached under
+ * (target, address, fingerprint), so a recycled address with a different
+ * co_version is a different entry.
+ */
+#ifndef TB_SYMBOLS_H
+#define TB_SYMBOLS_H
+
+#include <stdint.h>
+#include "hmap.h"
+#include "linetable.h"
+#include "tachyon.h"
+#include "target.h"
+
+struct code_info {
+	uint64_t addr;
+	char *qualname;		/* UTF-8; NULL if the object could not be read */
+	char *filename;		/* UTF-8, full path as CPython has it */
+	int32_t firstlineno;
+	struct linetable lt;
+};
+
+struct symbols {
+	struct hmap codes;	/* struct code_key -> struct code_info * */
+	uint64_t lookups, reads, failures;
+};
+
+int symbols_init(struct symbols *s);
+void symbols_free(struct symbols *s);
+/* Read every code object of these frames that is not cached yet. */
+void symbols_resolve(struct symbols *s, const struct target *t,
+		     const struct tb_frame *frames, uint32_t n);
+/* The cached entry (after symbols_resolve); never NULL. */
+const struct code_info *symbols_get(struct symbols *s, const struct target *t,
+				    const struct tb_frame *f);
+/* "qualname (file:line)" into out; file shortened unless full_paths. */
+void symbols_label(const struct code_info *ci, const struct tb_frame *f,
+		   const struct target *t, int full_paths, char *out, size_t len);
+/* The short form of a file name, as py-spy shows it (exposed for tests). */
+const char *symbols_short_path(const char *path, const char *cwd, size_t cwd_len);
+
+#endif

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Discover + layout for one pid: locate _PyRuntime (proc.c/pyelf.c), learn
+ * the version from the live process, and reduce it to a py_layout.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "errors.h"
+#include "remote.h"
+#include "target.h"
+
+static uint32_t version_from_hint(const char *hint)
+{
+	unsigned major, minor;
+
+	if (sscanf(hint, "%u.%u", &major, &minor) != 2)
+		return 0;
+	/* The micro version is unknown: report "3.10" and assume final. */
+	return (major << 24) | (minor << 16) | 0xf0;
+}
+
+static void version_name(uint32_t v, int from_hint, char *buf, size_t len)
+{
+	if (from_hint)
+		snprintf(buf, len, "%u.%u", v >> 24, (v >> 16) & 0xff);
+	else
+		py_version_str(v, buf, len);
+}
+
+/* Read the interpreter version: _Py_DebugOffsets, else Py_Version, else the file name. */
+static int read_layout(struct target *t, unsigned flags, char *err, size_t errlen)
+{
+	uint8_t buf[LAYOUT_DEBUG_OFFSETS_MAX];
+	size_t len = sizeof(buf);
+	uint64_t pv = 0;
+	uint32_t version;
+	int from_hint = 0, ret;
+
+	if (t->loc.runtime_size && t->loc.runtime_size < len)
+		len = t->loc.runtime_size;
+	if (remote_read(t->pid, t->loc.runtime_addr, buf, len)) {
+		snprintf(err, errlen, "cannot read _PyRuntime at 0x%llx: %s (is the process exiting?)",
+			 (unsigned long long)t->loc.runtime_addr, strerror(errno));
+		return errno == EPERM ? TARGET_ACCESS : TARGET_ERROR;
+	}
+	version = layout_debug_version(buf, len);
+	if (version) {
+		ret = layout_from_debug_offsets(buf, len, flags, &t->layout);
+	} else {
+		if (t->loc.py_version_addr &&
+		    !remote_read(t->pid, t->loc.py_version_addr, &pv, sizeof(pv)))
+			version = (uint32_t)pv;
+		if (!version) {
+			version = version_from_hint(t->loc.version_hint);
+			from_hint = 1;
+		}
+		if (!version) {
+			snprintf(err, errlen, "cannot tell the Python version of %s (supported: 3.11 to 3.15)",
+				 t->loc.path);
+			return TARGET_UNSUPPORTED;
+		}
+		ret = layout_from_version(version, flags, &t->layout);
+	}
+	version_name(version, from_hint, t->version, sizeof(t->version));
+	if (ret == LAYOUT_OK)
+		return TARGET_OK;
+	if (ret == LAYOUT_PRERELEASE)
+		snprintf(err, errlen, "Python %s is a pre-release: %s (use --force-version to try the nearest known layout)",
+			 t->version, layout_strerror(ret));
+	else
+		snprintf(err, errlen, "Python %s is not supported: %s (supported: 3.11 to 3.15)",
+			 t->version, layout_strerror(ret));
+	return TARGET_UNSUPPORTED;
+}
+
+static void read_cwd(struct target *t)
+{
+	char link[64];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%d/cwd", t->pid);
+	n = readlink(link, t->cwd, sizeof(t->cwd) - 2);
+	if (n <= 0) {
+		t->cwd[0] = 0;
+		t->cwd_len = 0;
+		return;
+	}
+	if (n > 1)	/* keep "/" as is, add a separator otherwise */
+		t->cwd[n++] = '/';
+	t->cwd[n] = 0;
+	t->cwd_len = (size_t)n;
+}
+
+int target_open(pid_t pid, unsigned flags, struct target *t, char *err, size_t errlen)
+{
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	t->pid = pid;
+	t->pidfd = -1;
+	ret = proc_locate_python(pid, &t->loc, err, errlen);
+	switch (ret) {
+	case PROC_OK:
+		break;
+	case PROC_NO_PROCESS:
+		return TARGET_NO_PROCESS;
+	case PROC_NOT_PYTHON:
+		return TARGET_NOT_PYTHON;
+	case PROC_ACCESS:
+		return TARGET_ACCESS;
+	default:
+		return TARGET_ERROR;
+	}
+	ret = read_layout(t, flags, err, errlen);
+	if (ret)
+		return ret;
+	t->layout.walk.runtime_addr = t->loc.runtime_addr;
+	t->layout.walk.code_type_addr = t->loc.code_type_addr;
+	t->start_time = proc_start_time(pid);
+	t->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	read_cwd(t);
+	tb_debug("pid %d: Python %s, _PyRuntime 0x%llx in %s, layout from %s",
+		 pid, t->version, (unsigned long long)t->loc.runtime_addr,
+		 t->loc.path, t->layout.source);
+	return TARGET_OK;
+}
+
+void target_close(struct target *t)
+{
+	if (t->pidfd >= 0)
+		close(t->pidfd);
+	t->pidfd = -1;
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * One profiled process: where its interpreter is, which layout it has, and
+ * what identifies this incarnation of the pid.
+ */
+#ifndef TB_TARGET_H
+#define TB_TARGET_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "layout.h"
+#include "proc.h"
+
+struct target {
+	uint32_t id;		/* index in the session's target list */
+	pid_t pid;
+	uint64_t start_time;	/* tells a recycled pid from this process */
+	int pidfd;		/* readable when the process exits; -1 if none */
+	int exited;
+	struct py_location loc;
+	struct py_layout layout; /* walk.runtime_addr/code_type_addr filled in */
+	char version[32];	/* "3.13.0" */
+	char cwd[PATH_MAX];	/* for shortening file names */
+	size_t cwd_len;
+};
+
+enum target_err {
+	TARGET_OK = 0,
+	TARGET_NO_PROCESS = -1,
+	TARGET_NOT_PYTHON = -2,
+	TARGET_ACCESS = -3,
+	TARGET_UNSUPPORTED = -4,
+	TARGET_ERROR = -5,
+};
+
+/* Find the interpreter of pid and its layout. On failure err holds
+ * "<why> (<what to do>)" for a one-line message. */
+int target_open(pid_t pid, unsigned layout_flags, struct target *t,
+		char *err, size_t errlen);
+void target_close(struct target *t);
+
+#endif
