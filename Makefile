@@ -58,7 +58,7 @@ $(OUT):
 	@mkdir -p $@
 
 unit: $(UNIT_BIN)
-	@scripts/run-unit.sh $(UNIT_BIN)
+	@TB_SKIP_INTEGRATION=1 scripts/run-tests.sh $(UNIT_BIN)
 
 integration: tachyon-bpf
 	@scripts/run-integration.sh

@@ -194,6 +194,10 @@ static ssize_t read_small(const char *path, char *buf, size_t len)
 	ssize_t n, total = 0;
 	int fd, saved;
 
+	if (!len) {
+		errno = EINVAL;
+		return -1;
+	}
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -504,17 +508,17 @@ static void note_errno(struct locate *lc, int e)
 		lc->access_errno = e;
 }
 
-/* Readable fd for the object's file, or -1. */
+/* Readable fd for the object's file, or -1 with errno set. */
 static int open_object(struct locate *lc, const struct object *o)
 {
 	struct stat st;
 	bool dev_ok = false, ino_ok = false;
-	int pfd = -1, mfd;
+	int pfd = -1, mfd, e = ENOENT;
 
 	if (!o->deleted) {
 		pfd = open_in_root(lc->rootfd, o->path);
 		if (pfd < 0)
-			note_errno(lc, errno);
+			e = errno;
 		else if (!fstat(pfd, &st))
 			ino_ok = same_file(&st, o, &dev_ok);
 		if (ino_ok && dev_ok)
@@ -528,7 +532,7 @@ static int open_object(struct locate *lc, const struct object *o)
 		return reopen_read(mfd);
 	}
 	if (mfd < 0)
-		note_errno(lc, errno);
+		e = errno;
 	else
 		close(mfd);
 	/* Same inode on another st_dev: overlayfs; good enough without map_files. */
@@ -536,6 +540,8 @@ static int open_object(struct locate *lc, const struct object *o)
 		return reopen_read(pfd);
 	if (pfd >= 0)
 		close(pfd);
+	note_errno(lc, e);
+	errno = e;
 	return -1;
 }
 
@@ -555,20 +561,30 @@ static uint64_t rebase(uint64_t vaddr, uint64_t bias)
 	return vaddr ? vaddr + bias : 0;
 }
 
-/* PROC_OK with @loc filled if this object holds the runtime, else PROC_NOT_PYTHON. */
+/*
+ * PROC_OK with @loc filled if this object holds the runtime, else
+ * PROC_NOT_PYTHON.  Why a likely candidate failed is worth reporting; why
+ * libc has no _PyRuntime is not.
+ */
 static int try_object(struct locate *lc, const struct object *o,
-		      struct py_location *loc)
+		      enum rank rank, struct py_location *loc)
 {
 	struct pyelf_info info;
 	char why[128];
 	uint64_t bias;
-	int fd, ret;
+	int fd, ret, e;
 
 	fd = open_object(lc, o);
-	if (fd < 0)
+	if (fd < 0) {
+		e = errno;
+		if (rank < RANK_EXEC)
+			seterr(lc->err, lc->errlen, "cannot open %s: %s", o->path, strerror(e));
 		return PROC_NOT_PYTHON;
+	}
 	ret = pyelf_inspect_fd(fd, o->path, &info, why, sizeof(why));
 	close(fd);
+	if (ret < 0 && rank < RANK_EXEC)
+		seterr(lc->err, lc->errlen, "%s: %s", o->path, why);
 	if (ret)
 		return PROC_NOT_PYTHON;
 	bias = o->base - info.load_vaddr;
@@ -599,7 +615,7 @@ static int try_candidates(struct locate *lc, struct py_location *loc)
 		for (i = 0; i < mp->nobjs; i++) {
 			if (object_rank(lc, &mp->objs[i]) != r)
 				continue;
-			if (try_object(lc, &mp->objs[i], loc) == PROC_OK)
+			if (try_object(lc, &mp->objs[i], r, loc) == PROC_OK)
 				return PROC_OK;
 		}
 	}

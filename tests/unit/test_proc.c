@@ -18,8 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -54,7 +57,8 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-static pid_t spawn(const char *const argv[])
+/* Fork and exec @argv; @prep (may be NULL) runs in the child first. */
+static pid_t spawn_prep(const char *const argv[], void (*prep)(void *), void *arg)
 {
 	pid_t pid = fork();
 	int fd;
@@ -63,6 +67,8 @@ static pid_t spawn(const char *const argv[])
 	if (pid == 0) {
 		/* Never outlive a crashed test run. */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (prep)
+			prep(arg);
 		fd = open("/dev/null", O_RDWR);
 		dup2(fd, 0);
 		dup2(fd, 1);
@@ -73,6 +79,11 @@ static pid_t spawn(const char *const argv[])
 	if (nchildren < (int)(sizeof(children) / sizeof(children[0])))
 		children[nchildren++] = pid;
 	return pid;
+}
+
+static pid_t spawn(const char *const argv[])
+{
+	return spawn_prep(argv, NULL, NULL);
 }
 
 static void kill_child(pid_t pid)
@@ -590,6 +601,101 @@ static void test_locate_renamed_then_deleted(void **state)
 	kill_child(pid);
 }
 
+struct container {
+	char root[128], interp[128], decoy[128], other[128];
+};
+
+/*
+ * In the child: a private mount namespace whose root is a bind of ours
+ * (pivot_root, as container runtimes do), where @decoy shows @interp.  Our
+ * own @decoy stays a copy of ls, so only the child's root finds python.
+ */
+static void enter_container(void *arg)
+{
+	const struct container *c = arg;
+
+	if (unshare(CLONE_NEWNS) ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    mount("/", c->root, NULL, MS_BIND | MS_REC, NULL) ||
+	    chdir(c->root) ||
+	    syscall(SYS_pivot_root, ".", ".") ||
+	    umount2(".", MNT_DETACH) ||
+	    chdir("/") ||
+	    mount(c->interp, c->decoy, NULL, MS_BIND, NULL))
+		_exit(126);
+}
+
+/* Mount @src over @dst inside @pid's mount namespace. */
+static int overmount_in(pid_t pid, const char *src, const char *dst)
+{
+	char ns[64];
+	pid_t helper;
+	int fd, status;
+
+	helper = fork();
+	if (helper == 0) {
+		snprintf(ns, sizeof(ns), "/proc/%d/ns/mnt", (int)pid);
+		fd = open(ns, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || setns(fd, CLONE_NEWNS) ||
+		    mount(src, dst, NULL, MS_BIND, NULL))
+			_exit(1);
+		_exit(0);
+	}
+	if (helper < 0 || waitpid(helper, &status, 0) != helper)
+		return -1;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+static bool can_unshare_mounts(void)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid == 0)
+		_exit(unshare(CLONE_NEWNS) ||
+		      mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
+	return pid > 0 && waitpid(pid, &status, 0) == pid &&
+	       WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/*
+ * A process in its own mount namespace: found through /proc/PID/root.
+ * Then the path in its namespace is overmounted with another file: the
+ * inode no longer matches, and /proc/PID/map_files must be used.
+ */
+static void test_locate_container(void **state)
+{
+	struct container c;
+	struct py_location loc;
+	char err[256];
+	const char *argv[] = { c.decoy, "-c", SLEEP_CODE, NULL };
+	pid_t pid;
+
+	(void)state;
+	if (!have(DEB311_BIN) || !can_unshare_mounts())
+		skip();
+	snprintf(c.root, sizeof(c.root), "%s/ctr", tmpdir);
+	snprintf(c.interp, sizeof(c.interp), "%s/interp2", tmpdir);
+	snprintf(c.decoy, sizeof(c.decoy), "%s/decoy", tmpdir);
+	snprintf(c.other, sizeof(c.other), "%s/other", tmpdir);
+	assert_int_equal(mkdir(c.root, 0755), 0);
+	copy_file(DEB311_BIN, c.interp);
+	copy_file("/bin/ls", c.decoy);
+	copy_file("/bin/ls", c.other);
+
+	pid = spawn_prep(argv, enter_container, &c);
+	assert_int_equal(locate_wait(pid, &loc, err, sizeof(err)), PROC_OK);
+	assert_string_equal(loc.path, c.decoy);
+	assert_int_equal(loc.runtime_addr, 0xa5b740);
+	assert_code_type(pid, loc.code_type_addr);
+
+	assert_int_equal(overmount_in(pid, c.other, c.decoy), 0);
+	assert_int_equal(proc_locate_python(pid, &loc, err, sizeof(err)), PROC_OK);
+	assert_string_equal(loc.path, c.decoy);
+	assert_int_equal(loc.runtime_addr, 0xa5b740);
+	kill_child(pid);
+}
+
 static void test_locate_not_python(void **state)
 {
 	const char *const argv[] = { "/usr/bin/sleep", "30", NULL };
@@ -667,7 +773,7 @@ static int teardown(void **state)
 			waitpid(children[i], NULL, 0);
 		}
 	}
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	snprintf(cmd, sizeof(cmd), "rm -rf --one-file-system '%s'", tmpdir);
 	return system(cmd) == 0 ? 0 : -1;
 }
 
@@ -689,6 +795,7 @@ int main(void)
 		cmocka_unit_test(test_locate_313_shared),
 		cmocka_unit_test(test_locate_debian_static),
 		cmocka_unit_test(test_locate_renamed_then_deleted),
+		cmocka_unit_test(test_locate_container),
 		cmocka_unit_test(test_locate_not_python),
 		cmocka_unit_test(test_locate_dead),
 		cmocka_unit_test(test_stat_and_comm),

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Runs every test: the cmocka unit tests given as arguments, then the
+# integration suite (real BPF, real interpreters). Ends with one line
+# "N passed, M failed" over both, and fails if anything failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+passed=0 failed=0
+for t in "$@"; do
+	out=$("$t" 2>&1); rc=$?
+	printf '%s\n' "$out"
+	p=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' | tail -1)
+	f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' | tail -1)
+	passed=$((passed + ${p:-0}))
+	failed=$((failed + ${f:-0}))
+	# A crash or a non-zero exit without a cmocka summary still counts.
+	if [ $rc -ne 0 ] && [ -z "$f" ]; then failed=$((failed + 1)); echo "FAIL $t: exit $rc"; fi
+done
+echo "unit: $passed passed, $failed failed"
+
+if [ "${TB_SKIP_INTEGRATION:-0}" != 1 ]; then
+	out=$(mktemp)
+	scripts/run-integration.sh 2>&1 | tee "$out"
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out" | tail -1)
+	rm -f "$out"
+	if [ -z "$line" ]; then
+		echo "integration: no summary line (the suite did not finish)"
+		failed=$((failed + 1))
+	else
+		passed=$((passed + ${line%% passed*}))
+		f=${line#*passed, }; failed=$((failed + ${f%% failed*}))
+	fi
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,76 @@
+"""Deep stacks: a 2000-deep recursion is read whole; 5000 deep is [truncated]."""
+from common import check, fail, fmt_stacks, run_profiler, start_workload, timeout, total
+
+MAX_DEPTH = 4096   # TB_MAX_DEPTH
+
+
+@timeout(60)
+def test_deep_recursion(python):
+    w = start_workload(python, "deep.py", 2000, 60)
+    info = w.info
+    res = run_profiler(w.pid, ["-F", 99, "-d", 3], timeout=40, stats=True).expect_ok()
+    stacks = res.stacks()
+    n = total(stacks)
+    check(n >= 50, "only %d samples in 3 s at 99 Hz %s" % (n, res.where()))
+    bad = []
+    for s in stacks:
+        names = s.names
+        rec = [f for f in s.frames if f.name == "recurse"]
+        problems = []
+        if s.root.name != "<module>":
+            problems.append("root %r" % s.root.raw)
+        if "[truncated]" in names or "[partial]" in names:
+            problems.append("marker %s" % [x for x in names if x.startswith("[")])
+        if len(rec) < info["frames"] - 1:
+            problems.append("%d recurse frames (want %d)" % (len(rec), info["frames"]))
+        expected = ["<module>"] + ["recurse"] * info["frames"] + ["spin"]
+        if not problems and names != expected:
+            problems.append("shape %s != <module>;recurse x%d;spin"
+                            % (s.short(3), info["frames"]))
+        if not problems:
+            lines = [f.line for f in s.frames]
+            want = ([info["root_line"]] + [info["recurse_line"]] * (info["frames"] - 1)
+                    + [info["bottom_line"], info["spin_line"]])
+            if lines != want:
+                diff = [(i, s.frames[i].raw, want[i]) for i in range(len(want))
+                        if lines[i] != want[i]][:4]
+                problems.append("line numbers differ (index, frame, expected line): %s" % diff)
+        if problems:
+            bad.append("%d samples: %s" % (s.count, ", ".join(problems)))
+    if bad:
+        fail("%d of %d samples lack the whole 2000-deep chain: %s %s"
+             % (sum(int(b.split()[0]) for b in bad), n, "; ".join(bad[:4]), res.where()))
+    st = res.stats()
+    check(st.get("truncated", 0) == 0 and st.get("partial", 0) == 0,
+          "stats report truncated=%s partial=%s for a 2002-frame stack"
+          % (st.get("truncated"), st.get("partial")))
+
+
+@timeout(60)
+def test_recursion_truncated(python):
+    w = start_workload(python, "deep.py", 5000, 60)
+    res = run_profiler(w.pid, ["-F", 49, "-d", 3], timeout=40, stats=True).expect_ok()
+    stacks = res.stacks()
+    n = total(stacks)
+    check(n >= 20, "only %d samples in 3 s at 49 Hz %s" % (n, res.where()))
+    bad = []
+    for s in stacks:
+        real = [f for f in s.frames if f.marker is None]
+        problems = []
+        if s.root.raw != "[truncated]":
+            problems.append("root %r, want [truncated]" % s.root.raw)
+        if s.leaf.name != "spin":
+            problems.append("leaf %r, want spin" % s.leaf.raw)
+        if "<module>" in s.names:
+            problems.append("<module> present although 5002 frames > %d" % MAX_DEPTH)
+        if not (1024 <= len(real) <= MAX_DEPTH):
+            problems.append("%d frames kept (want 1024..%d)" % (len(real), MAX_DEPTH))
+        if any(f.name != "recurse" for f in real[:-1]):
+            problems.append("non-recurse frame in the chain")
+        if problems:
+            bad.append("%d samples: %s" % (s.count, ", ".join(problems)))
+    if bad:
+        fail("5002-frame stacks not reported as [truncated]: %s [top: %s] %s"
+             % ("; ".join(bad[:4]), fmt_stacks(stacks, 3), res.where()))
+    st = res.stats()
+    check(st.get("truncated", 0) > 0, "stats truncated = %s, expected > 0" % st.get("truncated"))

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The per-version layout: _Py_DebugOffsets parsing and built-in tables. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+#include "layout.h"
+#include "fixtures/debug_offsets_313.h"
+
+static uint8_t buf[LAYOUT_DEBUG_OFFSETS_MAX];
+
+static void load_313(void)
+{
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf, debug_offsets_313, sizeof(debug_offsets_313));
+}
+
+static void put64(size_t pos, uint64_t v)
+{
+	memcpy(buf + pos, &v, 8);
+}
+
+static void test_real_313(void **state)
+{
+	struct py_layout l;
+
+	(void)state;
+	load_313();
+	assert_int_equal(layout_from_debug_offsets(buf, 584, 0, &l), LAYOUT_OK);
+	assert_int_equal(l.version, 0x030d00f0);
+	/* Values checked with gdb ptype /o on the same binary. */
+	assert_int_equal(l.walk.rt_interp_head, 632);
+	assert_int_equal(l.walk.interp_threads_head, 7344);
+	assert_int_equal(l.walk.interp_next, 7264);
+	assert_int_equal(l.walk.ts_next, 8);
+	assert_int_equal(l.walk.ts_frame, 72);
+	assert_int_equal(l.walk.ts_native_tid, 160);
+	assert_int_equal(l.walk.cframe_frame, TB_NO_OFFSET);
+	assert_int_equal(l.walk.fr_previous, 8);
+	assert_int_equal(l.walk.fr_code, 0);
+	assert_int_equal(l.walk.fr_instr, 56);
+	assert_int_equal(l.walk.fr_owner, 70);
+	assert_int_equal(l.walk.co_adaptive, 200);
+	assert_int_equal(l.walk.co_type, 8);
+	assert_int_equal(l.walk.co_fp, 92);
+	assert_int_equal(l.walk.owner_skip, 3);
+	assert_int_equal(l.co_qualname, 128);
+	assert_int_equal(l.co_filename, 112);
+	assert_int_equal(l.co_linetable, 136);
+	assert_int_equal(l.co_firstlineno, 68);
+	assert_int_equal(l.str.ascii_size, 40);
+	assert_int_equal(l.str.compact_size, 56);
+	assert_int_equal(l.str.state, 32);
+	assert_int_equal(l.str.bytes_data, 32);
+	/* One read each covers every field the walker takes. */
+	assert_int_equal(l.walk.ts_read, 168);
+	assert_int_equal(l.walk.fr_read, 71);
+	assert_int_equal(l.walk.co_read, 96);
+}
+
+static void test_bad_cookie(void **state)
+{
+	struct py_layout l;
+
+	(void)state;
+	load_313();
+	buf[0] = 'X';
+	assert_int_equal(layout_from_debug_offsets(buf, 584, 0, &l), LAYOUT_BAD_COOKIE);
+	assert_int_equal(layout_debug_version(buf, 584), 0);
+}
+
+static void test_truncated(void **state)
+{
+	struct py_layout l;
+
+	(void)state;
+	load_313();
+	assert_int_equal(layout_from_debug_offsets(buf, 583, 0, &l), LAYOUT_TRUNCATED);
+	assert_int_equal(layout_from_debug_offsets(buf, 8, 0, &l), LAYOUT_TRUNCATED);
+	assert_int_equal(layout_from_debug_offsets(buf, 0, 0, &l), LAYOUT_TRUNCATED);
+}
+
+static void test_unknown_version(void **state)
+{
+	struct py_layout l;
+	char name[32];
+
+	(void)state;
+	load_313();
+	put64(8, 0x031000f0);		/* 3.16.0 final: no layout known */
+	assert_int_equal(layout_from_debug_offsets(buf, 584, 0, &l), LAYOUT_UNSUPPORTED);
+	py_version_str(l.version, name, sizeof(name));
+	assert_string_equal(name, "3.16.0");
+}
+
+static void test_prerelease(void **state)
+{
+	struct py_layout l;
+	char name[32];
+
+	(void)state;
+	load_313();
+	put64(8, 0x030d00b2);		/* 3.13.0b2 */
+	assert_int_equal(layout_from_debug_offsets(buf, 584, 0, &l), LAYOUT_PRERELEASE);
+	py_version_str(l.version, name, sizeof(name));
+	assert_string_equal(name, "3.13.0b2");
+	/* --force-version takes the layout anyway. */
+	assert_int_equal(layout_from_debug_offsets(buf, 584, LAYOUT_FORCE, &l), LAYOUT_OK);
+	put64(8, 0x030d00c1);
+	layout_from_debug_offsets(buf, 584, 0, &l);
+	py_version_str(l.version, name, sizeof(name));
+	assert_string_equal(name, "3.13.0rc1");
+}
+
+static void test_free_threaded(void **state)
+{
+	struct py_layout l;
+
+	(void)state;
+	load_313();
+	put64(16, 1);
+	assert_int_equal(layout_from_debug_offsets(buf, 584, 0, &l), LAYOUT_FREE_THREADED);
+}
+
+static void test_inconsistent(void **state)
+{
+	struct py_layout l;
+
+	(void)state;
+	load_313();
+	put64(200, 100000);		/* thread_state.native_thread_id past sizeof */
+	assert_int_equal(layout_from_debug_offsets(buf, 584, 0, &l), LAYOUT_INCONSISTENT);
+	load_313();
+	put64(152, 8);			/* thread_state.size too small for its fields */
+	assert_int_equal(layout_from_debug_offsets(buf, 584, 0, &l), LAYOUT_INCONSISTENT);
+}
+
+static void test_builtin_tables(void **state)
+{
+	struct py_layout l;
+
+	(void)state;
+	assert_int_equal(layout_from_version(0x030b07f0, 0, &l), LAYOUT_OK);
+	assert_int_equal(l.walk.cframe_frame, 8);
+	assert_int_equal(l.walk.fr_code, 32);
+	assert_int_equal(l.walk.co_fp2, 136);
+	assert_int_equal(l.str.compact_size, 72);
+	assert_int_equal(layout_from_version(0x030c01f0, 0, &l), LAYOUT_OK);
+	assert_int_equal(l.walk.owner_skip, 3);
+	assert_int_equal(l.walk.ts_native_tid, 144);
+	assert_int_equal(layout_from_version(0x030a0df0, 0, &l), LAYOUT_UNSUPPORTED);
+	assert_int_equal(layout_from_version(0x030c00a1, 0, &l), LAYOUT_PRERELEASE);
+	assert_int_equal(layout_from_version(0x020700f0, 0, &l), LAYOUT_UNSUPPORTED);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_real_313),
+		cmocka_unit_test(test_bad_cookie),
+		cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_unknown_version),
+		cmocka_unit_test(test_prerelease),
+		cmocka_unit_test(test_free_threaded),
+		cmocka_unit_test(test_inconsistent),
+		cmocka_unit_test(test_builtin_tables),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

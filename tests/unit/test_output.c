@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Frame labels (escaping, unicode, short paths) and the collapsed writer. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "output.h"
+#include "symbols.h"
+
+static struct target tgt;
+
+static void set_cwd(const char *cwd)
+{
+	snprintf(tgt.cwd, sizeof(tgt.cwd), "%s", cwd);
+	tgt.cwd_len = strlen(cwd);
+}
+
+static void label(const char *qual, const char *file, int firstline, int instr,
+		  int full, char *out, size_t len)
+{
+	struct code_info ci = { .addr = 0x1000, .firstlineno = firstline };
+	struct tb_frame f = { .code = 0x1000, .instr = instr };
+
+	ci.qualname = (char *)qual;
+	ci.filename = (char *)file;
+	symbols_label(&ci, &f, &tgt, full, out, len);
+}
+
+static void test_label_basic(void **state)
+{
+	char out[256];
+
+	(void)state;
+	set_cwd("/srv/app/");
+	/* No line table decoded: the first line stands in. */
+	label("Worker.run", "/srv/app/worker.py", 12, 3, 0, out, sizeof(out));
+	assert_string_equal(out, "Worker.run (worker.py:12)");
+	label("Worker.run", "/srv/app/worker.py", 12, 3, 1, out, sizeof(out));
+	assert_string_equal(out, "Worker.run (/srv/app/worker.py:12)");
+}
+
+static void test_label_escaping(void **state)
+{
+	char out[256];
+
+	(void)state;
+	set_cwd("/");
+	label("a;b\nc\td", "/x;y.py", 1, -1, 0, out, sizeof(out));
+	assert_string_equal(out, "a:b c d (/x:y.py:1)");
+	assert_null(strchr(out, ';'));
+}
+
+static void test_label_unicode(void **state)
+{
+	char out[256];
+
+	(void)state;
+	set_cwd("/t/");
+	label("Café.naïve.<locals>.λ_worker", "/t/fïlé_测试.py", 7, -1, 0, out, sizeof(out));
+	assert_string_equal(out, "Café.naïve.<locals>.λ_worker (fïlé_测试.py:7)");
+}
+
+static void test_label_unknown(void **state)
+{
+	struct code_info ci = { 0 };
+	struct tb_frame f = { .code = 0x7f00dead0000 };
+	char out[64];
+
+	(void)state;
+	symbols_label(&ci, &f, &tgt, 0, out, sizeof(out));
+	assert_string_equal(out, "<unknown 0x7f00dead0000>");
+}
+
+static void test_label_truncates(void **state)
+{
+	char out[16];
+
+	(void)state;
+	set_cwd("/");
+	label("a_very_long_function_name", "/f.py", 1, -1, 0, out, sizeof(out));
+	assert_int_equal(strlen(out), sizeof(out) - 1);
+}
+
+static void test_short_paths(void **state)
+{
+	(void)state;
+	assert_string_equal(symbols_short_path("/usr/lib/python3.11/threading.py", "/home/u/", 8),
+			    "threading.py");
+	assert_string_equal(symbols_short_path("/root/.pyenv/versions/3.13.0/lib/python3.13/json/decoder.py", "/", 1),
+			    "json/decoder.py");
+	assert_string_equal(symbols_short_path("/venv/lib/python3.12/site-packages/requests/api.py", "/", 1),
+			    "requests/api.py");
+	assert_string_equal(symbols_short_path("/usr/lib/python3/dist-packages/yaml/x.py", "/", 1),
+			    "yaml/x.py");
+	assert_string_equal(symbols_short_path("/home/u/proj/app.py", "/home/u/", 8), "proj/app.py");
+	assert_string_equal(symbols_short_path("/opt/other.py", "/home/u/", 8), "/opt/other.py");
+	assert_string_equal(symbols_short_path("<string>", "/home/u/", 8), "<string>");
+}
+
+static char *dup(const char *s)
+{
+	char *d = strdup(s);
+
+	assert_non_null(d);
+	return d;
+}
+
+static void test_merge_and_write(void **state)
+{
+	struct folded f = { 0 };
+	char buf[1024];
+	FILE *mem;
+	size_t n;
+
+	(void)state;
+	f.v = calloc(4, sizeof(f.v[0]));
+	f.v[0] = (struct folded_line){ dup("main (a.py:1);b (a.py:5)"), 3 };
+	f.v[1] = (struct folded_line){ dup("main (a.py:1);a (a.py:2)"), 2 };
+	f.v[2] = (struct folded_line){ dup("main (a.py:1);b (a.py:5)"), 4 };
+	f.v[3] = (struct folded_line){ dup("main (a.py:1);λ (ü.py:9)"), 1 };
+	f.n = 4;
+	folded_merge(&f);
+	assert_int_equal(f.n, 3);
+	mem = fmemopen(buf, sizeof(buf), "w");
+	assert_int_equal(output_collapsed(mem, &f), 0);
+	n = (size_t)ftell(mem);
+	fclose(mem);
+	buf[n] = 0;
+	assert_string_equal(buf,
+		"main (a.py:1);a (a.py:2) 2\n"
+		"main (a.py:1);b (a.py:5) 7\n"
+		"main (a.py:1);λ (ü.py:9) 1\n");
+	folded_free(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_label_basic),
+		cmocka_unit_test(test_label_escaping),
+		cmocka_unit_test(test_label_unicode),
+		cmocka_unit_test(test_label_unknown),
+		cmocka_unit_test(test_label_truncates),
+		cmocka_unit_test(test_short_paths),
+		cmocka_unit_test(test_merge_and_write),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
