@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""make bench: the performance figures of tachyon-bpf, measured side by side
+in one run on this machine. Prints a table and writes bench.json.
+
+  - BPF ns per sample at stack depths 10, 30, 100 (self-timed in the BPF
+    program, and the kernel's own run-time statistics);
+  - BPF ns per sample at depth 30 for every installed interpreter;
+  - the target's slowdown at 99 Hz, 1 kHz and 10 kHz: the same fixed work
+    run profiled and unprofiled, interleaved, median of several rounds;
+  - profiler CPU time (user + sys) per 1000 samples, and lost %.
+
+Figures, not pass/fail: these machines are shared and noisy.
+"""
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.environ.get("TB_BIN", os.path.join(REPO, "tachyon-bpf"))
+PYENV = os.environ.get("PYENV_ROOT", "/root/.pyenv")
+ROUNDS = int(os.environ.get("TB_BENCH_ROUNDS", "5"))
+
+# Recurse to a given depth, then spin, or run a fixed amount of work.
+WORKLOAD = r'''
+import sys, time
+def spin(n):
+    x = 0
+    for i in range(n):
+        x += i * i
+    return x
+def down(d, n):
+    if d <= 1:
+        return spin(n)
+    return down(d - 1, n)
+mode, depth, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+sys.setrecursionlimit(10000)
+if mode == "spin":
+    print("READY", flush=True)
+    while True:
+        down(depth, n)
+else:
+    down(depth, 1000)                    # warm up
+    print("READY", flush=True)
+    sys.stdin.readline()
+    t = time.perf_counter()
+    for _ in range(n):
+        down(depth, 20000)
+    print("%.6f" % (time.perf_counter() - t), flush=True)
+'''
+
+
+def interpreters():
+    found = []
+    for v in ("3.11", "3.12", "3.13"):
+        d = os.path.join(PYENV, "versions")
+        for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+            if name.startswith(v + "."):
+                found.append((name, os.path.join(d, name, "bin", "python3")))
+    if os.path.exists("/usr/bin/python3.11"):
+        found.append(("debian-3.11", "/usr/bin/python3.11"))
+    return found
+
+
+def default_python():
+    for name, path in interpreters():
+        if name.startswith("3.13"):
+            return name, path
+    return interpreters()[-1]
+
+
+def start(py, script, *args):
+    p = subprocess.Popen([py, script] + [str(a) for a in args], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    if line.strip() != "READY":
+        p.kill()
+        raise SystemExit("bench: workload did not start")
+    return p
+
+
+def profile(pid, hz, seconds, extra=()):
+    """Run the profiler to completion; returns (stats dict, rusage of it)."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as st:
+        cmd = [BIN, "-p", str(pid), "-F", str(hz), "-d", str(seconds), "-o", os.devnull,
+               "--stats", st.name] + list(extra)
+        p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+        _, status, ru = os.wait4(p.pid, 0)
+        err = p.stderr.read()
+        p.stderr.close()
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit("bench: profiler failed: " + err)
+        return json.load(open(st.name)), ru
+
+
+def bpf_cost(py, script, depth, seconds=3, hz=999):
+    w = start(py, script, "spin", depth, 2000)
+    try:
+        stats, _ = profile(w.pid, hz, seconds)
+    finally:
+        w.kill()
+        w.wait()
+    return stats
+
+
+def timed_work(py, script, depth, n, hz):
+    """Seconds of the fixed work, profiled at hz (0 = not profiled)."""
+    w = start(py, script, "work", depth, n)
+    prof = None
+    try:
+        if hz:
+            prof = subprocess.Popen([BIN, "-p", str(w.pid), "-F", str(hz), "-o", os.devnull, "-v"],
+                                    stderr=subprocess.PIPE, text=True)
+            for line in prof.stderr:           # attached once it says so
+                if "profiling" in line:
+                    break
+        w.stdin.write("go\n")
+        w.stdin.flush()
+        secs = float(w.stdout.readline())
+    finally:
+        if prof:
+            prof.terminate()
+            prof.communicate()
+        w.kill()
+        w.wait()
+    return secs
+
+
+def slowdown(py, script, hz, rounds):
+    base, prof = [], []
+    for _ in range(rounds):            # interleaved so drift hits both alike
+        base.append(timed_work(py, script, 30, 40, 0))
+        prof.append(timed_work(py, script, 30, 40, hz))
+    b, p = statistics.median(base), statistics.median(prof)
+    return {"hz": hz, "base_s": b, "profiled_s": p, "slowdown_pct": 100 * (p - b) / b,
+            "spread_pct": 100 * (max(base) - min(base)) / b}
+
+
+def userspace_cost(py, script, hz):
+    """Steady-state userspace CPU per sample: the difference between a long
+    and a short run, so start-up (BPF load, symbol reads) cancels out."""
+    runs = []
+    for seconds in (2, 6):
+        w = start(py, script, "spin", 30, 2000)
+        try:
+            stats, ru = profile(w.pid, hz, seconds)
+        finally:
+            w.kill()
+            w.wait()
+        runs.append((stats, ru.ru_utime + ru.ru_stime))
+    (s1, c1), (s2, c2) = runs
+    n = max(s2["collected"] - s1["collected"], 1)
+    return {"hz": hz, "samples": s2["collected"], "cpu_s": c2,
+            "us_per_sample": 1e6 * max(c2 - c1, 0) / n,
+            "lost_pct": 100 * s2["lost"] / max(s2["collected"], 1)}
+
+
+def main():
+    if os.geteuid() != 0:
+        raise SystemExit("tachyon-bpf: bench: needs root (run: sudo make bench)")
+    name, py = default_python()
+    out = {"machine": {"kernel": os.uname().release, "cpus": os.cpu_count()}, "python": name}
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(WORKLOAD)
+        script = f.name
+    try:
+        print("tachyon-bpf bench on %s, %d CPUs, Python %s (rounds: %d)" %
+              (os.uname().release, os.cpu_count(), name, ROUNDS))
+        print("\n%-28s %10s %12s %10s" % ("BPF cost, -F 999", "depth", "ns/sample", "ns/run*"))
+        out["bpf_by_depth"] = []
+        for depth in (10, 30, 100):
+            s = bpf_cost(py, script, depth)
+            out["bpf_by_depth"].append({"depth": depth, "ns_per_sample": s["bpf_ns_per_sample"],
+                                        "ns_per_run": s["bpf_ns_per_run"]})
+            print("%-28s %10d %12.0f %10.0f" % (name, depth, s["bpf_ns_per_sample"], s["bpf_ns_per_run"]))
+        out["bpf_by_version"] = []
+        for vname, vpy in interpreters():
+            s = bpf_cost(vpy, script, 30, seconds=2)
+            out["bpf_by_version"].append({"python": vname, "depth": 30,
+                                          "ns_per_sample": s["bpf_ns_per_sample"]})
+            print("%-28s %10d %12.0f %10.0f" % (vname, 30, s["bpf_ns_per_sample"], s["bpf_ns_per_run"]))
+        print("  * kernel run-time stats: every run on every CPU, including idle and other processes")
+
+        print("\n%-28s %10s %12s %10s" % ("target slowdown, depth 30", "Hz", "slowdown", "noise"))
+        out["slowdown"] = []
+        for hz in (99, 1000, 10000):
+            r = slowdown(py, script, hz, ROUNDS)
+            out["slowdown"].append(r)
+            print("%-28s %10d %11.2f%% %9.2f%%" % ("median of %d" % ROUNDS, hz, r["slowdown_pct"], r["spread_pct"]))
+
+        print("\n%-28s %10s %12s %10s" % ("profiler userspace", "Hz", "CPU us/smpl", "lost %"))
+        out["userspace"] = []
+        for hz in (999, 10000):
+            r = userspace_cost(py, script, hz)
+            out["userspace"].append(r)
+            print("%-28s %10d %12.2f %9.3f%%" % ("%d samples" % r["samples"], hz,
+                                                 r["us_per_sample"], r["lost_pct"]))
+    finally:
+        os.unlink(script)
+    path = os.path.join(REPO, "bench.json")
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1)
+    print("\nwritten to %s" % path)
+
+
+if __name__ == "__main__":
+    main()

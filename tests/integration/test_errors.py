@@ -1,0 +1,143 @@
+"""Bad input and failing environments: one line `tachyon-bpf: <what>: <why>
+(<what to do>)` on stderr, nothing on stdout, exit 2 (usage) or 1 (runtime).
+
+Not parametrised: targets use the first interpreter of the list; the
+unsupported-version cases use pyenv 3.10.13 and 3.8.18.
+"""
+import re
+import subprocess
+
+from common import (check, max_sample_rate, primary_python, pyenv_python, run_profiler,
+                    spawn, start_workload, timeout, unused_pid)
+
+LINE_RE = re.compile(r"^tachyon-bpf: [^:]+(: .+)? \(.+\)$")
+NOT_ROOT = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def _expect_error(pids, args, rc, *, must=(), must_not=(), env=None, prefix=(),
+                  what="", max_elapsed=None):
+    res = run_profiler(pids, args, timeout=20, env=env, prefix=prefix)
+    where = res.where()
+    check(res.rc == rc, "%s: expected exit %d, got %s %s"
+          % (what, rc, _desc(res.rc), where))
+    check(res.out == b"", "%s: stdout not empty: %r" % (what, res.out[:200]))
+    lines = res.err_text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    check(len(lines) == 1, "%s: expected exactly one line on stderr, got %d: %r"
+          % (what, len(lines), res.err_text[:400]))
+    line = lines[0]
+    check(line.startswith("tachyon-bpf: "), "%s: stderr line does not start with "
+          "'tachyon-bpf: ': %r" % (what, line))
+    check(LINE_RE.match(line), "%s: stderr line is not `tachyon-bpf: <what>: <why> "
+          "(<what to do>)`: %r" % (what, line))
+    for m in must:
+        check(re.search(m, line), "%s: message lacks %r: %r" % (what, m, line))
+    for m in must_not:
+        check(not re.search(m, line), "%s: message should not contain %r: %r"
+              % (what, m, line))
+    if max_elapsed is not None:
+        check(res.elapsed < max_elapsed, "%s: failed only after %.1f s (should fail before "
+              "profiling): %r" % (what, res.elapsed, line))
+    return line
+
+
+def _desc(rc):
+    from common import sigdesc
+    return sigdesc(rc)
+
+
+def _target():
+    return start_workload(primary_python(), "spinner.py", 60)
+
+
+# ---- usage errors: exit 2
+
+@timeout(30)
+def test_error_freq_zero():
+    _expect_error(_target().pid, ["-F", "0", "-d", 1], 2, what="-F 0")
+
+
+@timeout(30)
+def test_error_freq_negative():
+    _expect_error(_target().pid, ["-F", "-5", "-d", 1], 2, what="-F -5")
+
+
+@timeout(30)
+def test_error_freq_not_number():
+    w = _target()
+    _expect_error(w.pid, ["-F", "abc", "-d", 1], 2, what="-F abc")
+    _expect_error(w.pid, ["-F", "99x", "-d", 1], 2, what="-F 99x")
+
+
+@timeout(30)
+def test_error_freq_too_high():
+    mx = max_sample_rate()
+    _expect_error(_target().pid, ["-F", str(mx + 1), "-d", 1], 2,
+                  must=[r"perf_event_max_sample_rate|%d" % mx],
+                  what="-F %d (max %d)" % (mx + 1, mx))
+
+
+@timeout(30)
+def test_error_unknown_event():
+    _expect_error(_target().pid, ["-e", "bogus-event", "-d", 1], 2, must=[r"bogus-event"],
+                  what="-e bogus-event")
+
+
+@timeout(30)
+def test_error_missing_pid():
+    _expect_error(None, ["-F", "99", "-d", 1], 2, what="no -p")
+
+
+# ---- runtime errors: exit 1
+
+@timeout(30)
+def test_error_no_such_pid():
+    pid = unused_pid()
+    _expect_error(pid, ["-d", 1], 1, must=[str(pid)], what="-p %d (no such pid)" % pid)
+
+
+@timeout(30)
+def test_error_not_python():
+    p = spawn(["sleep", "60"], stdin=subprocess.DEVNULL)
+    _expect_error(p.pid, ["-d", 1], 1, must=[str(p.pid)], what="-p <sleep 60>")
+
+
+@timeout(30)
+def test_error_python_3_10():
+    w = start_workload(pyenv_python("3.10.13"), "spinner.py", 60)
+    _expect_error(w.pid, ["-d", 1], 1, must=[r"3\.10\b"], what="python 3.10.13 target")
+
+
+@timeout(30)
+def test_error_python_3_8():
+    w = start_workload(pyenv_python("3.8.18"), "spinner.py", 60)
+    _expect_error(w.pid, ["-d", 1], 1, must=[r"3\.8\b"], what="python 3.8.18 target")
+
+
+@timeout(30)
+def test_error_not_root():
+    _expect_error(_target().pid, ["-d", 1], 1, prefix=NOT_ROOT,
+                  must=["CAP_BPF", "CAP_PERFMON", "CAP_SYS_PTRACE"],
+                  what="as uid 65534 without capabilities")
+
+
+@timeout(30)
+def test_error_missing_one_capability():
+    caps = ["--inh-caps=+bpf,+perfmon", "--ambient-caps=+bpf,+perfmon"]
+    _expect_error(_target().pid, ["-d", 1], 1, prefix=NOT_ROOT + caps,
+                  must=["CAP_SYS_PTRACE"], must_not=["CAP_BPF", "CAP_PERFMON"],
+                  what="as uid 65534 with CAP_BPF+CAP_PERFMON only")
+
+
+@timeout(30)
+def test_error_unwritable_output():
+    _expect_error(_target().pid, ["-d", 3, "-o", "/nonexistent-dir/out.folded"], 1,
+                  must=["/nonexistent-dir/out.folded"], max_elapsed=2.5,
+                  what="-o /nonexistent-dir/out.folded")
+
+
+@timeout(30)
+def test_error_no_btf():
+    _expect_error(_target().pid, ["-d", 1], 1, env={"TACHYON_BTF": "/nonexistent"},
+                  must=["BTF"], what="TACHYON_BTF=/nonexistent")
