@@ -66,6 +66,7 @@ struct locate {
 	struct stat exe;
 	bool exe_ok;
 	int access_errno;		/* last EACCES/EPERM met opening a candidate */
+	const char *access_path;	/* ... and the file it was met on */
 	char *err;
 	size_t errlen;
 };
@@ -244,6 +245,18 @@ uint64_t proc_start_time(pid_t pid)
 	return strtoull(p, NULL, 10);
 }
 
+/* Exited, reaped or not: a zombie keeps /proc/PID but has no mappings. */
+static bool proc_gone(pid_t pid)
+{
+	char path[64], buf[512], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (read_small(path, buf, sizeof(buf)) <= 0)
+		return true;
+	p = strrchr(buf, ')');
+	return p && (p[1] == ' ') && (p[2] == 'Z' || p[2] == 'X');
+}
+
 int proc_exists(pid_t pid)
 {
 	char path[64];
@@ -382,13 +395,14 @@ static int read_maps(struct locate *lc)
 	char path[64], *line = NULL;
 	size_t cap = 0;
 	FILE *f;
-	int ret = PROC_OK;
+	int ret = PROC_OK, e;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)lc->pid);
 	f = fopen(path, "re");
 	if (!f) {
-		seterr(lc->err, lc->errlen, "%s: %s", path, strerror(errno));
-		return errno_to_proc(errno);
+		e = errno;
+		seterr(lc->err, lc->errlen, "%s: %s", path, strerror(e));
+		return errno_to_proc(e);
 	}
 	/* struct proc_map carries a PATH_MAX buffer: keep it off the stack. */
 	m = malloc(sizeof(*m));
@@ -409,8 +423,9 @@ static int read_maps(struct locate *lc)
 	}
 	/* A process that exits while we read makes read() fail with ESRCH. */
 	if (ret == PROC_OK && ferror(f)) {
-		seterr(lc->err, lc->errlen, "%s: %s", path, strerror(errno));
-		ret = errno_to_proc(errno);
+		e = errno;
+		seterr(lc->err, lc->errlen, "%s: %s", path, strerror(e));
+		ret = errno_to_proc(e);
 	}
 	free(line);
 	free(m);
@@ -502,10 +517,12 @@ static int reopen_read(int pfd)
 	return fd;
 }
 
-static void note_errno(struct locate *lc, int e)
+static void note_errno(struct locate *lc, const struct object *o, int e)
 {
-	if (e == EACCES || e == EPERM)
-		lc->access_errno = e;
+	if (e != EACCES && e != EPERM)
+		return;
+	lc->access_errno = e;
+	lc->access_path = o->path;
 }
 
 /* Readable fd for the object's file, or -1 with errno set. */
@@ -540,7 +557,7 @@ static int open_object(struct locate *lc, const struct object *o)
 		return reopen_read(pfd);
 	if (pfd >= 0)
 		close(pfd);
-	note_errno(lc, e);
+	note_errno(lc, o, e);
 	errno = e;
 	return -1;
 }
@@ -625,12 +642,14 @@ static int try_candidates(struct locate *lc, struct py_location *loc)
 static int locate_setup(struct locate *lc)
 {
 	char path[64];
+	int e;
 
 	snprintf(path, sizeof(path), "/proc/%d/root", (int)lc->pid);
 	lc->rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (lc->rootfd < 0) {
-		seterr(lc->err, lc->errlen, "%s: %s", path, strerror(errno));
-		return errno_to_proc(errno);
+		e = errno;
+		seterr(lc->err, lc->errlen, "%s: %s", path, strerror(e));
+		return errno_to_proc(e);
 	}
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)lc->pid);
 	lc->exe_ok = stat(path, &lc->exe) == 0;
@@ -651,11 +670,12 @@ int proc_locate_python(pid_t pid, struct py_location *loc, char *err, size_t err
 	ret = locate_setup(&lc);
 	if (ret == PROC_OK)
 		ret = try_candidates(&lc, loc);
-	if (ret == PROC_NOT_PYTHON && !proc_exists(pid)) {
+	if (ret == PROC_NOT_PYTHON && proc_gone(pid)) {
 		seterr(err, errlen, "process %d exited", (int)pid);
 		ret = PROC_NO_PROCESS;
 	} else if (ret == PROC_NOT_PYTHON && lc.access_errno) {
-		seterr(err, errlen, "cannot open a mapped file: %s", strerror(lc.access_errno));
+		seterr(err, errlen, "cannot open %s: %s", lc.access_path,
+		       strerror(lc.access_errno));
 		ret = PROC_ACCESS;
 	}
 	if (ret == PROC_OK && err && errlen)

@@ -94,7 +94,8 @@ static int check_tables(Elf *elf, const GElf_Ehdr *eh, uint64_t fsize,
 	size_t phsz = gelf_fsize(elf, ELF_T_PHDR, 1, EV_CURRENT);
 	size_t shsz = gelf_fsize(elf, ELF_T_SHDR, 1, EV_CURRENT);
 
-	if (elf_getphdrnum(elf, &phnum) || elf_getshdrnum(elf, &shnum)) {
+	if (!phsz || !shsz || elf_getphdrnum(elf, &phnum) ||
+	    elf_getshdrnum(elf, &shnum)) {
 		seterr(err, errlen, "bad ELF header: %s", elf_errmsg(-1));
 		return -1;
 	}

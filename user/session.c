@@ -122,19 +122,25 @@ static void flush_pending(struct session *s, int final)
 	s->npend = j;
 }
 
-static const char *target_err_hint(int ret)
+static void target_error(pid_t pid, int ret, const char *detail)
 {
 	switch (ret) {
 	case TARGET_NO_PROCESS:
-		return "no such process";
+		tb_error("pid %d: no such process (check the pid; the process may have exited)", pid);
+		return;
 	case TARGET_NOT_PYTHON:
-		return "not a Python process";
+		tb_error("pid %d: not a Python process: %s (give the pid of a CPython 3.11+ process)",
+			 pid, detail);
+		return;
 	case TARGET_ACCESS:
-		return "permission denied";
+		tb_error("pid %d: permission denied: %s (needs root or CAP_SYS_PTRACE over the target, and the same pid namespace)",
+			 pid, detail);
+		return;
 	case TARGET_UNSUPPORTED:
-		return "unsupported Python";
+		tb_error("pid %d: unsupported Python: %s", pid, detail);
+		return;
 	}
-	return "cannot inspect the process";
+	tb_error("pid %d: cannot inspect the process: %s", pid, detail);
 }
 
 int session_open_targets(struct session *s, const struct options *o)
@@ -160,8 +166,7 @@ int session_open_targets(struct session *s, const struct options *o)
 		err[0] = 0;
 		ret = target_open(o->pids[i], o->layout_flags, t, err, sizeof(err));
 		if (ret) {
-			tb_error("pid %d: %s: %s", o->pids[i], target_err_hint(ret),
-				 err[0] ? err : "unknown reason");
+			target_error(o->pids[i], ret, err[0] ? err : "unknown reason");
 			free(t);
 			return TB_EXIT_RUNTIME;
 		}

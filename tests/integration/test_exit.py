@@ -2,7 +2,7 @@
 import signal
 import time
 
-from common import (check, fmt_stacks, start_profiler, start_workload, timeout, total)
+from common import (check, fail, fmt_stacks, start_profiler, start_workload, timeout, total)
 
 GRACE = 3.0     # seconds the profiler may take to notice that its targets exited
 
@@ -12,7 +12,8 @@ def test_exit_mid_run(python):
     w = start_workload(python, "exiter.py", 2, 60)
     prof = start_profiler(w.pid, ["-F", 499, "-d", 20], stats=True)
     time.sleep(1.0)
-    check(prof.proc.poll() is None, "profiler exited early: %s" % prof.finish(1).where())
+    if prof.proc.poll() is not None:
+        fail("profiler exited early: %s" % prof.finish(1).where())
     w.signal(signal.SIGUSR1)            # work_phase -> final_phase (2 s) -> exit
     w.wait(15)
     t_exit = time.monotonic()
@@ -42,9 +43,9 @@ def test_exit_all_pids(python):
     a.signal(signal.SIGUSR1)
     a.wait(10)
     time.sleep(1.5)
-    check(prof.proc.poll() is None,
-          "profiler stopped when only the first of two targets exited: %s"
-          % prof.finish(1).where())
+    if prof.proc.poll() is not None:
+        fail("profiler stopped when only the first of two targets exited: %s"
+             % prof.finish(1).where())
     b.signal(signal.SIGUSR1)
     b.wait(10)
     t_exit = time.monotonic()

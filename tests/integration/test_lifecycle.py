@@ -16,8 +16,8 @@ def _signal_case(python, sig):
     w = start_workload(python, "spinner.py", 60)
     prof = start_profiler(w.pid, ["-F", 499, "-d", 60], stats=True)
     time.sleep(2.5)
-    check(prof.proc.poll() is None, "profiler exited before the signal: %s"
-          % prof.finish(1).where())
+    if prof.proc.poll() is not None:
+        fail("profiler exited before the signal: %s" % prof.finish(1).where())
     t_sig = time.monotonic()
     prof.signal(sig)
     res = prof.finish(15)

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -550,6 +551,26 @@ static void test_locate_313_shared(void **state)
 	kill_child(pid);
 }
 
+/* proc_locate_python(@pid) from an unprivileged user, -1 if that failed. */
+static int locate_as_nobody(pid_t pid)
+{
+	struct py_location loc;
+	char err[256];
+	pid_t helper;
+	int status;
+
+	helper = fork();
+	if (helper == 0) {
+		if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
+			_exit(100);
+		_exit(-proc_locate_python(pid, &loc, err, sizeof(err)));
+	}
+	if (helper < 0 || waitpid(helper, &status, 0) != helper ||
+	    !WIFEXITED(status) || WEXITSTATUS(status) == 100)
+		return -1;
+	return -WEXITSTATUS(status);
+}
+
 static void test_locate_debian_static(void **state)
 {
 	const char *const argv[] = { DEB311_BIN, "-c", SLEEP_CODE, NULL };
@@ -568,6 +589,8 @@ static void test_locate_debian_static(void **state)
 	assert_int_equal(loc.runtime_addr, 0xa5b740);
 	assert_int_equal(remote_u64(pid, loc.py_version_addr) >> 16, 0x030b);
 	assert_code_type(pid, loc.code_type_addr);
+	if (getuid() == 0)
+		assert_int_equal(locate_as_nobody(pid), PROC_ACCESS);
 	kill_child(pid);
 }
 
@@ -713,6 +736,7 @@ static void test_locate_not_python(void **state)
 
 static void test_locate_dead(void **state)
 {
+	siginfo_t si;
 	struct py_location loc;
 	char err[256];
 	pid_t pid;
@@ -722,6 +746,9 @@ static void test_locate_dead(void **state)
 	assert_true(pid >= 0);
 	if (pid == 0)
 		_exit(0);
+	/* A zombie still has /proc/PID, but nothing left to profile. */
+	assert_int_equal(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
+	assert_int_equal(proc_locate_python(pid, &loc, err, sizeof(err)), PROC_NO_PROCESS);
 	assert_int_equal(waitpid(pid, NULL, 0), pid);
 	assert_int_equal(proc_locate_python(pid, &loc, err, sizeof(err)), PROC_NO_PROCESS);
 	assert_int_equal(proc_exists(pid), 0);
