@@ -54,18 +54,30 @@ $(OUT)/tests/%: tests/unit/%.c $(USER_OBJ) $(wildcard tests/unit/*.h tests/unit/
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/unit $< $(USER_OBJ) $(LDLIBS) -lcmocka -o $@
 
+# Test programs: a synthetic 3.14/3.15 interpreter, and an embedded one.
+TEST_PROGS := $(OUT)/tests/fakepy $(OUT)/tests/embedded
+$(OUT)/tests/fakepy: tests/synthetic/fakepy.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -rdynamic $< -o $@ -lpthread
+
+PY313	?= $(firstword $(wildcard /root/.pyenv/versions/3.13.*))
+$(OUT)/tests/embedded: tests/synthetic/embedded.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -Wall -Wextra -Werror $< -o $@ -I$(PY313)/include/python3.13 \
+		-L$(PY313)/lib -lpython3.13 -Wl,-rpath,$(PY313)/lib -lm -ldl -lpthread
+
 $(OUT):
 	@mkdir -p $@
 
 unit: $(UNIT_BIN)
 	@TB_SKIP_INTEGRATION=1 scripts/run-tests.sh $(UNIT_BIN)
 
-integration: tachyon-bpf
+integration: tachyon-bpf $(TEST_PROGS)
 	@scripts/run-integration.sh
 
 # Installs what is missing, builds, runs every test.
 check: deps
-	@$(MAKE) --no-print-directory all $(UNIT_BIN)
+	@$(MAKE) --no-print-directory all $(UNIT_BIN) $(TEST_PROGS)
 	@scripts/run-tests.sh $(UNIT_BIN)
 
 bench: deps

@@ -284,7 +284,7 @@ static __always_inline int push_stack(struct scratch *s, __u64 id, __u32 depth)
 	return 1;
 }
 
-static __always_inline int push_sample(struct walk_ctx *c, __u32 pid, __u32 tid)
+static __always_inline int push_sample(struct walk_ctx *c, __u32 pid, __u32 tid, __u64 now)
 {
 	struct tb_sample *r;
 	__u64 wake;
@@ -296,7 +296,7 @@ static __always_inline int push_sample(struct walk_ctx *c, __u32 pid, __u32 tid)
 	r->pid = pid;
 	r->tid = tid;
 	r->cpu = bpf_get_smp_processor_id();
-	r->time_ns = bpf_ktime_get_ns();
+	r->time_ns = now;	/* the interrupt's time: one clock read less */
 	r->stack_id = c->hash;
 	r->flags = c->flags;
 	r->depth = c->depth;
@@ -353,7 +353,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	c.hash = mix(c.hash, c.flags);
 
 	ret = push_stack(s, c.hash, c.depth);
-	if (ret < 0 || push_sample(&c, pid, tid) < 0) {
+	if (ret < 0 || push_sample(&c, pid, tid, t0) < 0) {
 		count(c.cnt, TB_C_LOST);
 		goto out;
 	}

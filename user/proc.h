@@ -56,7 +56,7 @@ enum proc_err {
  */
 int proc_locate_python(pid_t pid, struct py_location *loc, char *err, size_t errlen);
 
-/* Field 22 of /proc/PID/stat (clock ticks since boot), to detect pid reuse; 0 on error. */
+/* Start time (/proc/PID/stat field 22, clock ticks) to detect pid reuse; 0 on error. */
 uint64_t proc_start_time(pid_t pid);
 
 /* 1 if /proc/PID exists, 0 if not. */
