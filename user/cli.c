@@ -19,6 +19,7 @@ enum {
 	OPT_VERSION,
 };
 
+
 static const char usage_text[] =
 "Usage: tachyon-bpf [OPTIONS] -p PID[,PID...]\n"
 "Sample the Python stacks of running CPython processes from the kernel (eBPF)\n"
@@ -29,6 +30,8 @@ static const char usage_text[] =
 "  -d, --duration SECONDS   stop after this long (default: Ctrl-C, or when\n"
 "                           every target has exited)\n"
 "  -o, --output FILE        write the profile to FILE instead of stdout\n"
+"  -f, --format FORMAT      output format: %s\n"
+"                           (default: from -o's extension, else collapsed)\n"
 "  -e, --event EVENT        perf event that drives sampling (default cpu-clock):\n"
 "                           %s; a hardware event this machine lacks falls\n"
 "                           back to cpu-clock with a warning\n"
@@ -55,6 +58,7 @@ static const struct option longopts[] = {
 	{ "duration", required_argument, NULL, 'd' },
 	{ "output", required_argument, NULL, 'o' },
 	{ "event", required_argument, NULL, 'e' },
+	{ "format", required_argument, NULL, 'f' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "full-filenames", no_argument, NULL, OPT_FULL_FILENAMES },
@@ -186,6 +190,13 @@ static int parse_one(int c, const char *arg, struct options *o)
 		return 0;
 	case 'e':
 		return parse_event(arg, o);
+	case 'f':
+		o->writer = writer_find(arg);
+		if (!o->writer) {
+			tb_error("--format %s: unknown format (choose one of: %s)", arg, writer_names());
+			return -1;
+		}
+		return 0;
 	case 'v':
 		o->verbose++;
 		return 0;
@@ -223,9 +234,9 @@ int cli_parse(int argc, char **argv, struct options *o)
 	o->event = event_default();
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:F:d:o:e:vh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":p:F:d:o:e:f:vh", longopts, NULL)) != -1) {
 		if (c == 'h') {
-			printf(usage_text, event_names());
+			printf(usage_text, writer_names(), event_names());
 			return TB_EXIT_OK;
 		}
 		if (c == OPT_VERSION) {
@@ -247,6 +258,10 @@ int cli_parse(int argc, char **argv, struct options *o)
 		tb_error("no target: nothing to profile (give -p PID)");
 		return TB_EXIT_USAGE;
 	}
+	if (!o->writer && o->output)
+		o->writer = writer_for_path(o->output);
+	if (!o->writer)
+		o->writer = writer_default();
 	tb_verbose = o->verbose;
 	return -1;
 }

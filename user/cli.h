@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "events.h"
+#include "output.h"
 
 #define CLI_MAX_PIDS 1024
 
@@ -20,6 +21,7 @@ struct options {
 	int verbose;
 	int full_paths;
 	const char *stats_path;
+	const struct writer *writer;	/* output format */
 	unsigned layout_flags;
 };
 

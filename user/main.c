@@ -175,27 +175,31 @@ static void write_stats_json(const struct session *s, uint64_t written)
 	fclose(f);
 }
 
-/* Fold, write, report. Returns the exit code. */
+/* Symbolize, write, report. Returns the exit code. */
 static int finish(struct session *s, FILE *out)
 {
-	struct fold_opts fo = { .full_paths = s->opt->full_paths };
-	struct folded f;
+	struct resolve_opts ro = { .full_paths = s->opt->full_paths };
+	struct resolved r = {
+		.event = s->opt->event->name, .freq = s->opt->freq,
+		.start_unix = s->st.start_unix, .duration_s = s->st.seconds,
+	};
 	int ret = TB_EXIT_OK;
 
-	if (profile_fold(&s->prof, s->targets, s->ntargets, &s->sym, &fo, &f)) {
+	if (profile_resolve(&s->prof, s->targets, s->ntargets, &s->sym, &ro, &r)) {
 		tb_error("writing the profile: out of memory");
+		resolved_free(&r);
 		return TB_EXIT_RUNTIME;
 	}
-	if (s->stop != STOP_PIPE_CLOSED && output_collapsed(out, &f)) {
+	if (s->stop != STOP_PIPE_CLOSED && s->opt->writer->write(out, &r)) {
 		if (errno != EPIPE) {
 			tb_error("writing the profile: %s (check the disk or the -o path)", strerror(errno));
 			ret = TB_EXIT_RUNTIME;
 		}
 	}
-	print_stats(s, f.total);
+	print_stats(s, r.total);
 	if (s->opt->stats_path)
-		write_stats_json(s, f.total);
-	folded_free(&f);
+		write_stats_json(s, r.total);
+	resolved_free(&r);
 	return ret;
 }
 

@@ -1,13 +1,47 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* Writers: one per output format, each taking the folded profile. */
+/* Writers: one per output format, each taking the resolved profile. */
 #ifndef TB_OUTPUT_H
 #define TB_OUTPUT_H
 
 #include <stdio.h>
 #include "profile.h"
 
+/* Collapsed lines, "frame;frame;frame count", sorted and merged. */
+struct folded_line {
+	char *stack;
+	uint64_t count;
+};
+
+struct folded {
+	struct folded_line *v;
+	size_t n;
+	uint64_t total;
+};
+
+/* One line per distinct label stack; frames "name (file:line)" made safe. */
+int resolved_fold(const struct resolved *r, struct folded *out);
+void folded_free(struct folded *f);
+/* Sort by stack and merge equal lines. */
+void folded_merge(struct folded *f);
+/* "name (file:line)" with ';' and control characters replaced. */
+void collapsed_label(const struct rframe *f, char *out, size_t len);
+
 /* "frame;frame;frame count" per line, as flamegraph.pl reads it.
  * Returns 0, or -1 with errno set (EPIPE when the reader went away). */
-int output_collapsed(FILE *out, const struct folded *f);
+int output_collapsed(FILE *out, const struct resolved *r);
+
+/* The formats, by name; --format or -o's extension picks one. */
+struct writer {
+	const char *name;
+	const char *exts;	/* space-separated file name endings */
+	int (*write)(FILE *out, const struct resolved *r);
+};
+
+const struct writer *writer_find(const char *name);
+/* The writer for a path's extension, or NULL if none matches. */
+const struct writer *writer_for_path(const char *path);
+const struct writer *writer_default(void);
+/* "collapsed, svg, ..." for messages. */
+const char *writer_names(void);
 
 #endif

@@ -2,9 +2,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include "profile.h"
-
-#define LABEL_MAX 8192
 
 int profile_init(struct profile *p)
 {
@@ -72,116 +71,139 @@ int profile_count(struct profile *p, const struct agg_key *k, uint64_t n)
 	return added;
 }
 
-static size_t append(char *buf, size_t pos, size_t len, const char *s)
-{
-	size_t n = strlen(s);
+/* Interning key: frames are equal when name, file and line are. */
+struct frame_key {
+	uint64_t hash;
+	int32_t line;
+	int32_t pad;
+};
 
-	if (pos + n + 2 > len)
-		n = len > pos + 2 ? len - pos - 2 : 0;
-	memcpy(buf + pos, s, n);
-	pos += n;
-	buf[pos] = 0;
-	return pos;
+static struct rframe *intern(struct resolved *r, const char *name, const char *file,
+			     int32_t line, int32_t firstlineno)
+{
+	struct frame_key k = { .line = line };
+	struct rframe *f, **grown;
+	size_t nl = strlen(name);
+	void **slot;
+	int added;
+
+	/* Hash both strings; collisions are resolved by comparing them below. */
+	k.hash = hash_bytes(name, nl) * 31 + hash_bytes(file, strlen(file));
+	for (;;) {
+		slot = hmap_put(&r->index, &k, &added);
+		if (!slot)
+			return NULL;
+		if (added)
+			break;
+		f = *slot;
+		if (!strcmp(f->name, name) && !strcmp(f->file, file))
+			return f;
+		k.pad++;	/* a different frame with the same hash: probe on */
+	}
+	f = calloc(1, sizeof(*f));
+	grown = realloc(r->frames, (r->nframes + 1) * sizeof(*grown));
+	if (!f || !grown) {
+		free(f);
+		hmap_del(&r->index, &k);
+		return NULL;
+	}
+	r->frames = grown;
+	f->name = strdup(name);
+	f->file = strdup(file);
+	f->line = line;
+	f->firstlineno = firstlineno;
+	f->id = (uint32_t)r->nframes;
+	r->frames[r->nframes++] = f;
+	*slot = f;
+	return f->name && f->file ? f : NULL;
 }
 
-/* Root first: frames are stored leaf first. */
-static char *fold_one(const struct agg_key *k, const struct stack_frames *sf,
-		      struct target *t, struct symbols *sym, const struct fold_opts *o)
+static const char *marker(uint32_t flags)
 {
-	size_t cap = 4096, pos = 0;
-	char label[LABEL_MAX];
-	char *buf = malloc(cap);
-	uint32_t i;
+	if (flags & TB_SF_TRUNCATED)
+		return "[truncated]";
+	if (flags & TB_SF_PARTIAL)
+		return "[partial]";
+	return NULL;
+}
 
-	if (!buf)
-		return NULL;
-	buf[0] = 0;
-	if (k->flags & TB_SF_TRUNCATED)
-		pos = append(buf, pos, cap, "[truncated];");
-	else if (k->flags & TB_SF_PARTIAL)
-		pos = append(buf, pos, cap, "[partial];");
+static int resolve_one(struct resolved *r, const struct agg_key *k, uint64_t count,
+		       const struct stack_frames *sf, struct target *t,
+		       struct symbols *sym, const struct resolve_opts *o)
+{
+	struct rsample *s = &r->samples[r->nsamples];
+	const char *mark = marker(k->flags);
+	uint32_t i, n = 0;
+
+	s->frames = calloc(sf->depth + 1, sizeof(*s->frames));
+	if (!s->frames)
+		return -1;
+	if (mark && !(s->frames[n++] = intern(r, mark, "", 0, 0)))
+		return -1;
 	for (i = sf->depth; i-- > 0;) {
 		const struct tb_frame *f = &sf->frames[i];
+		struct sym_frame sf2;
 
-		symbols_label(symbols_get(sym, t, f), f, t, o->full_paths, label, sizeof(label));
-		if (pos + strlen(label) + 2 >= cap) {
-			char *nb;
-
-			cap = (pos + strlen(label) + 2) * 2;
-			nb = realloc(buf, cap);
-			if (!nb) {
-				free(buf);
-				return NULL;
-			}
-			buf = nb;
-		}
-		pos = append(buf, pos, cap, label);
-		if (i)
-			pos = append(buf, pos, cap, ";");
-	}
-	if (pos && buf[pos - 1] == ';')
-		buf[--pos] = 0;
-	return buf;
-}
-
-static int cmp_line(const void *a, const void *b)
-{
-	return strcmp(((const struct folded_line *)a)->stack,
-		      ((const struct folded_line *)b)->stack);
-}
-
-void folded_merge(struct folded *f)
-{
-	size_t i, j = 0;
-
-	if (!f->n)
-		return;
-	qsort(f->v, f->n, sizeof(f->v[0]), cmp_line);
-	for (i = 1; i < f->n; i++) {
-		if (!strcmp(f->v[i].stack, f->v[j].stack)) {
-			f->v[j].count += f->v[i].count;
-			free(f->v[i].stack);
-		} else {
-			f->v[++j] = f->v[i];
-		}
-	}
-	f->n = j + 1;
-}
-
-int profile_fold(struct profile *p, struct target *const *targets, uint32_t ntargets,
-		 struct symbols *sym, const struct fold_opts *o, struct folded *out)
-{
-	const struct agg_key *k;
-	size_t it = 0;
-	void **val;
-
-	memset(out, 0, sizeof(*out));
-	out->v = calloc(p->counts.len + 1, sizeof(out->v[0]));
-	if (!out->v)
-		return -1;
-	while (hmap_next(&p->counts, &it, (const void **)&k, &val)) {
-		const struct stack_frames *sf = profile_stack(p, k->stack_id);
-		struct folded_line *l = &out->v[out->n];
-
-		if (!sf || k->target >= ntargets)
-			continue;
-		l->stack = fold_one(k, sf, targets[k->target], sym, o);
-		if (!l->stack)
+		symbols_frame(symbols_get(sym, t, f), f, t, o->full_paths, &sf2);
+		s->frames[n] = intern(r, sf2.name, sf2.file, sf2.line, sf2.firstlineno);
+		if (!s->frames[n++])
 			return -1;
-		l->count = (uintptr_t)*val;
-		out->total += l->count;
-		out->n++;
 	}
-	folded_merge(out);
+	s->depth = n;
+	s->proc = t->id;
+	s->tid = k->tid;
+	s->flags = k->flags;
+	s->count = count;
+	r->total += count;
+	r->nsamples++;
 	return 0;
 }
 
-void folded_free(struct folded *f)
+int profile_resolve(struct profile *p, struct target *const *targets, uint32_t ntargets,
+		    struct symbols *sym, const struct resolve_opts *o, struct resolved *r)
+{
+	const struct agg_key *k;
+	size_t it = 0;
+	uint32_t i;
+	void **val;
+
+	if (hmap_init(&r->index, sizeof(struct frame_key)))
+		return -1;
+	r->samples = calloc(p->counts.len + 1, sizeof(*r->samples));
+	r->procs = calloc(ntargets + 1, sizeof(*r->procs));
+	if (!r->samples || !r->procs)
+		return -1;
+	for (i = 0; i < ntargets; i++) {
+		r->procs[i].pid = targets[i]->pid;
+		snprintf(r->procs[i].version, sizeof(r->procs[i].version), "%s", targets[i]->version);
+	}
+	r->nprocs = ntargets;
+	while (hmap_next(&p->counts, &it, (const void **)&k, &val)) {
+		const struct stack_frames *sf = profile_stack(p, k->stack_id);
+
+		if (!sf || k->target >= ntargets)
+			continue;
+		if (resolve_one(r, k, (uintptr_t)*val, sf, targets[k->target], sym, o))
+			return -1;
+	}
+	hmap_free(&r->index);
+	return 0;
+}
+
+void resolved_free(struct resolved *r)
 {
 	size_t i;
 
-	for (i = 0; i < f->n; i++)
-		free(f->v[i].stack);
-	free(f->v);
-	memset(f, 0, sizeof(*f));
+	for (i = 0; i < r->nsamples; i++)
+		free(r->samples[i].frames);
+	for (i = 0; i < r->nframes; i++) {
+		free(r->frames[i]->name);
+		free(r->frames[i]->file);
+		free(r->frames[i]);
+	}
+	free(r->samples);
+	free(r->frames);
+	free(r->procs);
+	hmap_free(&r->index);
+	memset(r, 0, sizeof(*r));
 }

@@ -32,18 +32,49 @@ struct profile {
 	uint64_t samples;	/* counted into `counts` */
 };
 
-struct folded_line {
-	char *stack;
+/*
+ * The resolved profile every writer takes: frames interned (same name, file
+ * and line = same frame), samples as root-first frame lists with counts.
+ */
+struct rframe {
+	char *name;		/* qualname; "[truncated]" etc. for marker frames */
+	char *file;		/* "" for marker frames and unknown code */
+	int32_t line;
+	int32_t firstlineno;
+	uint32_t id;		/* index in resolved.frames */
+};
+
+struct rproc {
+	int32_t pid;
+	char version[32];	/* "3.13.0" */
+};
+
+struct rsample {
+	uint32_t proc;		/* index in resolved.procs */
+	uint32_t tid;
+	uint32_t flags;		/* enum tb_sample_flags */
+	uint32_t depth;
 	uint64_t count;
+	struct rframe **frames;	/* root first */
 };
 
-struct folded {
-	struct folded_line *v;
-	size_t n;
-	uint64_t total;
+struct resolved {
+	struct rsample *samples;
+	size_t nsamples;
+	struct rframe **frames;
+	size_t nframes;
+	struct rproc *procs;
+	size_t nprocs;
+	uint64_t total;		/* sum of counts */
+	/* what the counts mean */
+	const char *event;	/* "cpu-clock" */
+	uint64_t freq;		/* -F, samples per second per CPU */
+	double start_unix;	/* wall-clock start, seconds */
+	double duration_s;
+	struct hmap index;	/* (name, file, line) -> rframe, while building */
 };
 
-struct fold_opts {
+struct resolve_opts {
 	int full_paths;
 };
 
@@ -54,11 +85,9 @@ int profile_add_stack(struct profile *p, const struct tb_stack *rec, size_t size
 const struct stack_frames *profile_stack(const struct profile *p, uint64_t stack_id);
 /* Count one sample. Returns 1 if the key is new, 0 if not, -1 on ENOMEM. */
 int profile_count(struct profile *p, const struct agg_key *k, uint64_t n);
-/* Labels every sample's frames; identical label stacks are merged and sorted. */
-int profile_fold(struct profile *p, struct target *const *targets, uint32_t ntargets,
-		 struct symbols *sym, const struct fold_opts *o, struct folded *out);
-void folded_free(struct folded *f);
-/* Sort by stack and merge equal lines (exposed for the writers' tests). */
-void folded_merge(struct folded *f);
+/* Symbolize every counted sample into r (r's metadata fields are left as set). */
+int profile_resolve(struct profile *p, struct target *const *targets, uint32_t ntargets,
+		    struct symbols *sym, const struct resolve_opts *o, struct resolved *r);
+void resolved_free(struct resolved *r);
 
 #endif

@@ -309,7 +309,11 @@ void session_run(struct session *s)
 {
 	struct epoll_event ev[16];
 	double start = now_s();
+	struct timespec wall;
 	int n, i;
+
+	clock_gettime(CLOCK_REALTIME, &wall);
+	s->st.start_unix = wall.tv_sec + wall.tv_nsec / 1e9;
 
 	while (!s->stop) {
 		n = epoll_wait(s->epfd, ev, 16, poll_timeout(s, start));

@@ -33,6 +33,7 @@ struct session_stats {
 	uint64_t missing_stack;		/* samples whose frames never arrived */
 	uint64_t bad_records;
 	double seconds;
+	double start_unix;		/* wall clock at the start */
 	int ncpus;			/* online CPUs sampled */
 };
 

@@ -309,38 +309,22 @@ const char *symbols_short_path(const char *path, const char *cwd, size_t cwd_len
 	return path;
 }
 
-/* Collapsed-stack safety: ';' separates frames, newlines separate stacks. */
-static size_t put_clean(char *out, size_t pos, size_t len, const char *s)
+void symbols_frame(const struct code_info *ci, const struct tb_frame *f,
+		   const struct target *t, int full_paths, struct sym_frame *out)
 {
-	for (; *s && pos + 1 < len; s++, pos++) {
-		unsigned char c = (unsigned char)*s;
-
-		out[pos] = c == ';' ? ':' : (c < 0x20 || c == 0x7f) ? ' ' : (char)c;
-	}
-	out[pos] = 0;
-	return pos;
-}
-
-void symbols_label(const struct code_info *ci, const struct tb_frame *f,
-		   const struct target *t, int full_paths, char *out, size_t len)
-{
-	const char *file;
-	char tail[32];
 	int32_t line;
-	size_t pos;
 
 	if (!ci->qualname) {
-		snprintf(out, len, "<unknown 0x%llx>", (unsigned long long)f->code);
+		snprintf(out->buf, sizeof(out->buf), "<unknown 0x%llx>", (unsigned long long)f->code);
+		out->name = out->buf;
+		out->file = "";
+		out->line = out->firstlineno = 0;
 		return;
 	}
-	file = full_paths ? ci->filename :
-		symbols_short_path(ci->filename, t->cwd, t->cwd_len);
 	line = ci->lt.n ? linetable_line(&ci->lt, f->instr) : -1;
-	if (line < 0)
-		line = ci->firstlineno;
-	pos = put_clean(out, 0, len, ci->qualname);
-	pos = put_clean(out, pos, len, " (");
-	pos = put_clean(out, pos, len, file);
-	snprintf(tail, sizeof(tail), ":%d)", line);
-	put_clean(out, pos, len, tail);
+	out->name = ci->qualname;
+	out->file = full_paths ? ci->filename :
+		symbols_short_path(ci->filename, t->cwd, t->cwd_len);
+	out->line = line < 0 ? ci->firstlineno : line;
+	out->firstlineno = ci->firstlineno;
 }

@@ -35,9 +35,17 @@ void symbols_resolve(struct symbols *s, const struct target *t,
 /* The cached entry (after symbols_resolve); never NULL. */
 const struct code_info *symbols_get(struct symbols *s, const struct target *t,
 				    const struct tb_frame *f);
-/* "qualname (file:line)" into out; file shortened unless full_paths. */
-void symbols_label(const struct code_info *ci, const struct tb_frame *f,
-		   const struct target *t, int full_paths, char *out, size_t len);
+/* One frame as the writers see it. Strings point into the cache (or buf). */
+struct sym_frame {
+	const char *name;	/* qualname, or "<unknown 0x...>" */
+	const char *file;	/* shortened unless full_paths; "" if unknown */
+	int32_t line;		/* executing line (the call, in callers) */
+	int32_t firstlineno;
+	char buf[40];
+};
+
+void symbols_frame(const struct code_info *ci, const struct tb_frame *f,
+		   const struct target *t, int full_paths, struct sym_frame *out);
 /* The short form of a file name, as py-spy shows it (exposed for tests). */
 const char *symbols_short_path(const char *path, const char *cwd, size_t cwd_len);
 

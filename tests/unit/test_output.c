@@ -25,9 +25,16 @@ static void label(const char *qual, const char *file, int firstline, int instr,
 	struct code_info ci = { .addr = 0x1000, .firstlineno = firstline };
 	struct tb_frame f = { .code = 0x1000, .instr = instr };
 
+	struct sym_frame sf;
+	struct rframe rf;
+
 	ci.qualname = (char *)qual;
 	ci.filename = (char *)file;
-	symbols_label(&ci, &f, &tgt, full, out, len);
+	symbols_frame(&ci, &f, &tgt, full, &sf);
+	rf.name = (char *)sf.name;
+	rf.file = (char *)sf.file;
+	rf.line = sf.line;
+	collapsed_label(&rf, out, len);
 }
 
 static void test_label_basic(void **state)
@@ -68,10 +75,16 @@ static void test_label_unknown(void **state)
 {
 	struct code_info ci = { 0 };
 	struct tb_frame f = { .code = 0x7f00dead0000 };
+	struct sym_frame sf;
+	struct rframe rf;
 	char out[64];
 
 	(void)state;
-	symbols_label(&ci, &f, &tgt, 0, out, sizeof(out));
+	symbols_frame(&ci, &f, &tgt, 0, &sf);
+	rf.name = (char *)sf.name;
+	rf.file = (char *)sf.file;
+	rf.line = sf.line;
+	collapsed_label(&rf, out, sizeof(out));
 	assert_string_equal(out, "<unknown 0x7f00dead0000>");
 }
 
@@ -101,40 +114,51 @@ static void test_short_paths(void **state)
 	assert_string_equal(symbols_short_path("<string>", "/home/u/", 8), "<string>");
 }
 
-static char *dup(const char *s)
+static struct rframe fr(const char *name, const char *file, int line)
 {
-	char *d = strdup(s);
+	struct rframe f = { .name = (char *)name, .file = (char *)file, .line = line };
 
-	assert_non_null(d);
-	return d;
+	return f;
 }
 
-static void test_merge_and_write(void **state)
+/* Samples that label the same after resolution merge into one line. */
+static void test_fold_and_write(void **state)
 {
-	struct folded f = { 0 };
+	struct rframe m = fr("main", "a.py", 1), a = fr("a", "a.py", 2), b = fr("b", "a.py", 5);
+	struct rframe l = fr("\xce\xbb", "\xc3\xbc.py", 9), t = fr("[truncated]", "", 0);
+	struct rframe *s1[] = { &m, &b }, *s2[] = { &m, &a }, *s3[] = { &m, &l }, *s4[] = { &t, &m };
+	struct rsample smp[] = {
+		{ .depth = 2, .count = 3, .frames = s1 },
+		{ .depth = 2, .count = 2, .frames = s2 },
+		{ .depth = 2, .count = 4, .frames = s1, .tid = 7 },
+		{ .depth = 2, .count = 1, .frames = s3 },
+		{ .depth = 2, .count = 5, .frames = s4 },
+	};
+	struct resolved r = { .samples = smp, .nsamples = 5 };
 	char buf[1024];
 	FILE *mem;
 	size_t n;
 
 	(void)state;
-	f.v = calloc(4, sizeof(f.v[0]));
-	f.v[0] = (struct folded_line){ dup("main (a.py:1);b (a.py:5)"), 3 };
-	f.v[1] = (struct folded_line){ dup("main (a.py:1);a (a.py:2)"), 2 };
-	f.v[2] = (struct folded_line){ dup("main (a.py:1);b (a.py:5)"), 4 };
-	f.v[3] = (struct folded_line){ dup("main (a.py:1);λ (ü.py:9)"), 1 };
-	f.n = 4;
-	folded_merge(&f);
-	assert_int_equal(f.n, 3);
 	mem = fmemopen(buf, sizeof(buf), "w");
-	assert_int_equal(output_collapsed(mem, &f), 0);
+	assert_int_equal(output_collapsed(mem, &r), 0);
 	n = (size_t)ftell(mem);
 	fclose(mem);
 	buf[n] = 0;
 	assert_string_equal(buf,
+		"[truncated];main (a.py:1) 5\n"
 		"main (a.py:1);a (a.py:2) 2\n"
 		"main (a.py:1);b (a.py:5) 7\n"
-		"main (a.py:1);λ (ü.py:9) 1\n");
-	folded_free(&f);
+		"main (a.py:1);\xce\xbb (\xc3\xbc.py:9) 1\n");
+}
+
+static void test_writer_table(void **state)
+{
+	(void)state;
+	assert_string_equal(writer_default()->name, "collapsed");
+	assert_ptr_equal(writer_for_path("x.folded"), writer_find("collapsed"));
+	assert_null(writer_for_path("x.unknown"));
+	assert_null(writer_find("nope"));
 }
 
 int main(void)
@@ -146,7 +170,8 @@ int main(void)
 		cmocka_unit_test(test_label_unknown),
 		cmocka_unit_test(test_label_truncates),
 		cmocka_unit_test(test_short_paths),
-		cmocka_unit_test(test_merge_and_write),
+		cmocka_unit_test(test_fold_and_write),
+		cmocka_unit_test(test_writer_table),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The table of output formats. */
+#include <string.h>
+#include "output.h"
+
+static const struct writer writers[] = {
+	{ "collapsed", ".folded .collapsed .txt", output_collapsed },
+};
+
+#define NR_WRITERS (sizeof(writers) / sizeof(writers[0]))
+
+const struct writer *writer_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NR_WRITERS; i++)
+		if (!strcmp(writers[i].name, name))
+			return &writers[i];
+	return NULL;
+}
+
+static int ends_with(const char *s, const char *end, size_t n)
+{
+	size_t ls = strlen(s);
+
+	return ls >= n && !strncmp(s + ls - n, end, n);
+}
+
+const struct writer *writer_for_path(const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < NR_WRITERS; i++) {
+		const char *e = writers[i].exts;
+
+		while (*e) {
+			size_t n = strcspn(e, " ");
+
+			if (ends_with(path, e, n))
+				return &writers[i];
+			e += n;
+			e += *e == ' ';
+		}
+	}
+	return NULL;
+}
+
+const struct writer *writer_default(void)
+{
+	return &writers[0];
+}
+
+const char *writer_names(void)
+{
+	static char buf[256];
+	size_t i;
+
+	if (buf[0])
+		return buf;
+	for (i = 0; i < NR_WRITERS; i++) {
+		if (i)
+			strcat(buf, ", ");
+		strcat(buf, writers[i].name);
+	}
+	return buf;
+}
