@@ -2,12 +2,20 @@
 /*
  * tachyon-bpf: the in-kernel half.
  *
- * One perf_event program. On every sample that lands in a profiled process
- * it finds the interrupted thread's PyThreadState, walks the Python frame
- * chain with the offsets userspace put in `procs`, hashes the frames into a
- * stack id and pushes a small sample record. The frames themselves travel
- * once per stack id (see `sent`), so the steady state costs one tstate read
- * plus two reads per frame and a 40-byte ring buffer record.
+ * on_sample (perf_event): on every sample that lands in a profiled process,
+ * find the interrupted thread's PyThreadState, walk the Python frame chain
+ * with the offsets userspace put in `procs`, hash the frames into a stack
+ * id and push a small sample record. The frames themselves travel once per
+ * stack id (see `sent`), so the steady state costs one tstate read, two
+ * reads per frame and a 48-byte ring buffer record.
+ *
+ * on_switch (tp_btf/sched_switch, wall mode): capture a profiled thread's
+ * stack when it leaves the CPU and credit the time it was away, in sample
+ * periods, when it comes back.
+ *
+ * on_fork/on_exec/on_exit: keep `procs` true to the processes (a forked
+ * child of a followed process is sampled from its first event; an exec'd
+ * image is forgotten at once) and tell userspace.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -19,6 +27,11 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by userspace before load. */
 const volatile __u64 wakeup_bytes = 256 * 1024;
+const volatile __u32 mode = TB_MODE_CPU;
+const volatile __u64 period_ns = 10101010;	/* 1e9 / -F */
+const volatile __u8 kernel_stacks = 0;
+const volatile __u8 read_status = 1;		/* read GIL and GC state per sample */
+const volatile __u8 report_all_exec = 0;	/* --all-python: every exec matters */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -55,12 +68,39 @@ struct {
 	__type(value, __u64[TB_NR_COUNTERS]);
 } counters SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 1);		/* sized by userspace when --kernel */
+	__type(key, __u32);
+	__uint(value_size, 127 * sizeof(__u64));
+} kstacks SEC(".maps");
+
+/* Wall mode: where a thread was when it left the CPU. */
+struct offcpu {
+	__u64 since;
+	__u64 stack_id;
+	__u64 carry;		/* ns not yet worth a whole period */
+	__u32 flags;
+	__s32 kstack;
+	__u32 pid;
+	__u32 away;		/* 1 while off CPU */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct offcpu);
+} offcpu SEC(".maps");
+
 #define BUF_MASK (TB_READ_MAX - 1)
+#define EFAULT 14
 
 /*
  * Per-CPU work area. A plain array indexed by CPU rather than a per-CPU
  * array: per-CPU values are limited to 32 KiB and a full stack is 64 KiB.
- * perf_event programs never nest on one CPU, so one slot per CPU is enough.
+ * perf_event and tracing programs never nest on one CPU (the kernel's
+ * bpf_prog_active guard), so one slot per CPU is enough.
  */
 struct scratch {
 	struct tb_stack stack;
@@ -80,6 +120,7 @@ struct walk_ctx {
 	__u64 *cnt;
 	__u64 frame;
 	__u64 hash;
+	__u64 tstate;
 	__u32 depth;
 	__u32 flags;
 };
@@ -266,6 +307,64 @@ static long walk_step(__u32 i, void *arg)
 	return 0;
 }
 
+/*
+ * Walk the current thread's Python stack into s->stack and c. Returns 0, or
+ * -1 when there is nothing to report (counted).
+ */
+static __always_inline int walk_current(struct walk_ctx *c, __u32 tid)
+{
+	struct scratch *s = c->s;
+	struct tb_walk *L = &s->walk;
+
+	c->tstate = find_tstate(s, c->cnt, tid);
+	if (!c->tstate) {
+		count(c->cnt, TB_C_NO_TSTATE);
+		return -1;
+	}
+	if (L->ts_exc != TB_NO_OFFSET && get_u64(s, L->ts_exc))
+		c->flags |= TB_SF_EXC;
+	c->frame = current_frame(s);
+	if (!c->frame) {
+		count(c->cnt, TB_C_NO_FRAMES);
+		return -1;
+	}
+	c->hash = 0xcbf29ce484222325ULL;
+	bpf_loop(2 * TB_MAX_DEPTH, walk_step, c, 0);
+	if (c->flags & TB_SF_PARTIAL)
+		count(c->cnt, TB_C_READ_FRAME);
+	if (c->flags & TB_SF_TRUNCATED)
+		count(c->cnt, TB_C_TRUNCATED);
+	if (!c->depth && !(c->flags & TB_SF_PARTIAL)) {
+		count(c->cnt, TB_C_NO_FRAMES);
+		return -1;
+	}
+	c->hash = mix(c->hash, c->flags & TB_SF_STACK_MASK);
+	return 0;
+}
+
+/* GIL held (by us / anybody) and GC running: two small reads, when asked. */
+static __always_inline void read_gil_gc(struct walk_ctx *c)
+{
+	struct scratch *s = c->s;
+	struct tb_walk *L = &s->walk;
+	int collecting = 0;
+
+	if (!read_status || !L->gil_addr)
+		return;
+	if (read_into(s, 32, L->gil_addr))
+		return;
+	if (get_u32(s, L->gil_locked)) {
+		c->flags |= TB_SF_GIL_LOCKED;
+		if (get_u64(s, L->gil_holder) == c->tstate)
+			c->flags |= TB_SF_GIL;
+	}
+	c->flags |= TB_SF_STATUS_KNOWN;
+	if (L->gc_addr && !bpf_probe_read_user(&collecting, sizeof(collecting),
+					       (void *)L->gc_addr) && collecting)
+		c->flags |= TB_SF_GC;
+}
+
+/* Push the frames of a stack id the consumer may not have yet. */
 static __always_inline int push_stack(struct scratch *s, __u64 id, __u32 depth)
 {
 	__u64 size = TB_STACK_HDR_SIZE + (__u64)depth * sizeof(struct tb_frame);
@@ -284,7 +383,8 @@ static __always_inline int push_stack(struct scratch *s, __u64 id, __u32 depth)
 	return 1;
 }
 
-static __always_inline int push_sample(struct walk_ctx *c, __u32 pid, __u32 tid, __u64 now)
+static __always_inline int push_sample(__u32 pid, __u32 tid, __u64 now, __u64 stack_id,
+				       __u32 flags, __u32 weight, __s32 kstack)
 {
 	struct tb_sample *r;
 	__u64 wake;
@@ -296,10 +396,12 @@ static __always_inline int push_sample(struct walk_ctx *c, __u32 pid, __u32 tid,
 	r->pid = pid;
 	r->tid = tid;
 	r->cpu = bpf_get_smp_processor_id();
-	r->time_ns = now;	/* the interrupt's time: one clock read less */
-	r->stack_id = c->hash;
-	r->flags = c->flags;
-	r->depth = c->depth;
+	r->time_ns = now;
+	r->stack_id = stack_id;
+	r->flags = flags;
+	r->weight = weight;
+	r->kstack = kstack;
+	r->pad = 0;
 	/* Wake the consumer only when there is a batch worth reading. */
 	wake = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ?
 		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
@@ -307,53 +409,58 @@ static __always_inline int push_sample(struct walk_ctx *c, __u32 pid, __u32 tid,
 	return 0;
 }
 
+static __always_inline __s32 kernel_stack(void *ctx, __u64 *cnt)
+{
+	long id;
+
+	if (!kernel_stacks)
+		return -1;
+	id = bpf_get_stackid(ctx, &kstacks, 0);
+	if (id < 0 && id != -EFAULT)	/* -EFAULT: interrupted in user mode */
+		count(cnt, TB_C_KSTACK_ERR);
+	return (__s32)id;
+}
+
+/* The common start: counters, this CPU's scratch, the process's layout. */
+static __always_inline struct scratch *begin(struct walk_ctx *c, struct tb_walk *L)
+{
+	__u32 zero = 0, cpu = bpf_get_smp_processor_id();
+	struct scratch *s;
+
+	c->cnt = bpf_map_lookup_elem(&counters, &zero);
+	s = bpf_map_lookup_elem(&scratch, &cpu);
+	if (!c->cnt || !s)
+		return NULL;
+	c->s = s;
+	__builtin_memcpy(&s->walk, L, sizeof(*L));
+	return s;
+}
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid(), t0, ts;
-	__u32 pid = id >> 32, tid = (__u32)id, zero = 0, cpu;
+	__u64 id = bpf_get_current_pid_tgid(), t0;
+	__u32 pid = id >> 32, tid = (__u32)id;
 	struct walk_ctx c = {};
 	struct tb_walk *L;
-	struct scratch *s;
 	int ret;
 
 	L = bpf_map_lookup_elem(&procs, &pid);
 	if (!L)
 		return 0;
 	t0 = bpf_ktime_get_ns();
-	c.cnt = bpf_map_lookup_elem(&counters, &zero);
-	cpu = bpf_get_smp_processor_id();
-	s = bpf_map_lookup_elem(&scratch, &cpu);
-	if (!c.cnt || !s)
+	if (!begin(&c, L))
 		return 0;
-	c.s = s;
 	count(c.cnt, TB_C_EVENTS);
-	__builtin_memcpy(&s->walk, L, sizeof(*L));
-
-	ts = find_tstate(s, c.cnt, tid);
-	if (!ts) {
-		count(c.cnt, TB_C_NO_TSTATE);
+	if (walk_current(&c, tid))
+		goto out;
+	read_gil_gc(&c);
+	if (mode == TB_MODE_GIL && !(c.flags & TB_SF_GIL)) {
+		count(c.cnt, TB_C_FILTERED);
 		goto out;
 	}
-	c.frame = current_frame(s);
-	if (!c.frame) {
-		count(c.cnt, TB_C_NO_FRAMES);
-		goto out;
-	}
-	c.hash = 0xcbf29ce484222325ULL;
-	bpf_loop(2 * TB_MAX_DEPTH, walk_step, &c, 0);
-	if (c.flags & TB_SF_PARTIAL)
-		count(c.cnt, TB_C_READ_FRAME);
-	if (c.flags & TB_SF_TRUNCATED)
-		count(c.cnt, TB_C_TRUNCATED);
-	if (!c.depth && !(c.flags & TB_SF_PARTIAL)) {
-		count(c.cnt, TB_C_NO_FRAMES);
-		goto out;
-	}
-	c.hash = mix(c.hash, c.flags);
-
-	ret = push_stack(s, c.hash, c.depth);
-	if (ret < 0 || push_sample(&c, pid, tid, t0) < 0) {
+	ret = push_stack(c.s, c.hash, c.depth);
+	if (ret < 0 || push_sample(pid, tid, t0, c.hash, c.flags, 1, kernel_stack(ctx, c.cnt)) < 0) {
 		count(c.cnt, TB_C_LOST);
 		goto out;
 	}
@@ -362,5 +469,142 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	count(c.cnt, TB_C_SAMPLES);
 out:
 	c.cnt[TB_C_BPF_NS] += bpf_ktime_get_ns() - t0;
+	return 0;
+}
+
+/* Wall mode, prev leaving the CPU: remember its stack. */
+static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u64 now)
+{
+	__u32 pid = BPF_CORE_READ(prev, tgid), tid = BPF_CORE_READ(prev, pid);
+	struct offcpu oc = {}, *old;
+	struct walk_ctx c = {};
+	struct tb_walk *L;
+
+	L = bpf_map_lookup_elem(&procs, &pid);
+	if (!L || !begin(&c, L))
+		return;
+	/* prev is still current here: its user memory is the one we read. */
+	if (walk_current(&c, tid))
+		return;
+	read_gil_gc(&c);
+	if (push_stack(c.s, c.hash, c.depth) < 0) {
+		count(c.cnt, TB_C_LOST);
+		return;
+	}
+	count(c.cnt, TB_C_OFFCPU_WALKS);
+	old = bpf_map_lookup_elem(&offcpu, &tid);
+	oc.carry = old ? old->carry : 0;
+	oc.since = now;
+	oc.stack_id = c.hash;
+	oc.flags = c.flags | TB_SF_OFFCPU;
+	oc.kstack = kernel_stack(ctx, c.cnt);
+	oc.pid = pid;
+	oc.away = 1;
+	bpf_map_update_elem(&offcpu, &tid, &oc, BPF_ANY);
+}
+
+/* Wall mode, next coming back: credit the time away in whole periods. */
+static __always_inline void switch_in(struct task_struct *next, __u64 now)
+{
+	__u32 tid = BPF_CORE_READ(next, pid), zero = 0;
+	struct offcpu *oc = bpf_map_lookup_elem(&offcpu, &tid);
+	__u64 *cnt, away, periods;
+
+	if (!oc || !oc->away)
+		return;
+	oc->away = 0;
+	away = now - oc->since + oc->carry;
+	periods = away / period_ns;
+	oc->carry = away - periods * period_ns;
+	if (!periods)
+		return;
+	if (periods > 0xffffffffULL)
+		periods = 0xffffffffULL;
+	cnt = bpf_map_lookup_elem(&counters, &zero);
+	if (!cnt)
+		return;
+	if (push_sample(oc->pid, tid, now, oc->stack_id, oc->flags, (__u32)periods, oc->kstack)) {
+		cnt[TB_C_OFFCPU_LOST] += periods;
+		return;
+	}
+	cnt[TB_C_OFFCPU_WEIGHT] += periods;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u64 now = bpf_ktime_get_ns();
+
+	switch_out(ctx, prev, now);
+	switch_in(next, now);
+	return 0;
+}
+
+static __always_inline void proc_event(__u32 event, __u32 pid, __u32 ppid, __u32 followed)
+{
+	struct tb_proc *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	__u32 zero = 0;
+	__u64 *cnt;
+
+	if (!r) {
+		cnt = bpf_map_lookup_elem(&counters, &zero);
+		if (cnt)
+			cnt[TB_C_PROC_LOST]++;
+		return;
+	}
+	r->kind = TB_REC_PROC;
+	r->event = event;
+	r->pid = pid;
+	r->ppid = ppid;
+	r->time_ns = bpf_ktime_get_ns();
+	r->followed = followed;
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ppid = BPF_CORE_READ(parent, tgid), pid = BPF_CORE_READ(child, tgid);
+	struct tb_walk *L;
+
+	if (pid == ppid)
+		return 0;	/* a new thread, not a new process */
+	L = bpf_map_lookup_elem(&procs, &ppid);
+	if (!L || !L->follow)
+		return 0;
+	/* The child has the parent's memory image: same layout, same addresses. */
+	bpf_map_update_elem(&procs, &pid, L, BPF_ANY);
+	proc_event(TB_PROC_FORK, pid, ppid, 1);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 pid = BPF_CORE_READ(p, tgid);
+	__u32 ppid = BPF_CORE_READ(p, real_parent, tgid);
+	struct tb_walk *L = bpf_map_lookup_elem(&procs, &pid);
+	__u32 followed = L && L->follow;
+
+	if (L)	/* a new image: the old offsets mean nothing now */
+		bpf_map_delete_elem(&procs, &pid);
+	if (L || report_all_exec)
+		proc_event(TB_PROC_EXEC, pid, ppid, followed);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p, bool group_dead)
+{
+	__u32 pid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
+
+	bpf_map_delete_elem(&offcpu, &tid);
+	bpf_map_delete_elem(&tstates, &tid);
+	/* The last thread of the process, not just its main thread. */
+	if (!group_dead || !bpf_map_lookup_elem(&procs, &pid))
+		return 0;
+	bpf_map_delete_elem(&procs, &pid);
+	proc_event(TB_PROC_EXIT, pid, 0, 0);
 	return 0;
 }

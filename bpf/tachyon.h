@@ -57,9 +57,15 @@ struct tb_walk {
 	__u16 co_fp;		/* PyCodeObject -> u32 fingerprint (co_version) */
 	__u16 co_fp2;		/* second u32 xor-ed in (3.11); TB_NO_OFFSET if none */
 	__u16 co_read;		/* bytes of a code object covering the fields above */
+	__u16 ts_exc;		/* PyThreadState -> exception being raised; TB_NO_OFFSET */
+	__u16 gil_holder;	/* GIL struct -> last_holder (PyThreadState *) */
+	__u16 gil_locked;	/* GIL struct -> locked (int) */
 	__u8 owner_skip;	/* frames with owner >= this are shims: skipped */
 	__u8 owner_stop;	/* owner value of a sentinel bottom frame, or TB_NO_OWNER */
-	__u8 pad[2];
+	__u8 follow;		/* children forked by this process are sampled too */
+	__u8 pad[7];
+	__u64 gil_addr;		/* the GIL struct in use; 0 = unknown */
+	__u64 gc_addr;		/* the GC's "collecting" int; 0 = unknown */
 };
 
 /* One Python frame as sampled. */
@@ -72,13 +78,30 @@ struct tb_frame {
 enum tb_rec_kind {
 	TB_REC_SAMPLE = 1,
 	TB_REC_STACK = 2,
+	TB_REC_PROC = 3,
+};
+
+/* What the sampler samples (rodata `mode`). */
+enum tb_mode {
+	TB_MODE_CPU = 0,	/* on-CPU samples from the perf event */
+	TB_MODE_WALL = 1,	/* plus off-CPU time, credited at switch-in */
+	TB_MODE_GIL = 2,	/* only samples taken while the thread holds the GIL */
 };
 
 /* Per-sample facts. */
 enum tb_sample_flags {
 	TB_SF_TRUNCATED = 1 << 0,	/* deeper than TB_MAX_DEPTH */
 	TB_SF_PARTIAL = 1 << 1,	/* a frame could not be read: stack ends early */
+	TB_SF_GIL = 1 << 2,	/* this thread holds the GIL */
+	TB_SF_GIL_LOCKED = 1 << 3,	/* somebody holds the GIL */
+	TB_SF_GC = 1 << 4,	/* the garbage collector is running */
+	TB_SF_EXC = 1 << 5,	/* an exception is being raised in this thread */
+	TB_SF_OFFCPU = 1 << 6,	/* time off CPU (wall mode), weight in periods */
+	TB_SF_STATUS_KNOWN = 1 << 7,	/* the GIL and GC bits above were read */
 };
+
+/* Flags that are part of the stack's identity (the rest describe the moment). */
+#define TB_SF_STACK_MASK	(TB_SF_TRUNCATED | TB_SF_PARTIAL)
 
 /* Pushed for every sample. Small: the frames travel once per stack id. */
 struct tb_sample {
@@ -89,7 +112,26 @@ struct tb_sample {
 	__u64 time_ns;		/* bpf_ktime_get_ns() */
 	__u64 stack_id;
 	__u32 flags;		/* enum tb_sample_flags */
-	__u32 depth;
+	__u32 weight;		/* sample periods this record stands for (1 on CPU) */
+	__s32 kstack;		/* kernel stack id in `kstacks`, or < 0 */
+	__u32 pad;
+};
+
+enum tb_proc_event {
+	TB_PROC_FORK = 1,	/* pid forked from ppid (already followed if ppid was) */
+	TB_PROC_EXEC = 2,	/* pid ran exec: its old layout is gone */
+	TB_PROC_EXIT = 3,	/* pid (the whole process) exited */
+};
+
+/* Process lifecycle, for --all-python, --subprocesses and exec/exit of targets. */
+struct tb_proc {
+	__u32 kind;		/* TB_REC_PROC */
+	__u32 event;		/* enum tb_proc_event */
+	__u32 pid;
+	__u32 ppid;
+	__u64 time_ns;
+	__u32 followed;		/* the BPF side already samples it (fork of a target) */
+	char comm[16];
 };
 
 /*
@@ -121,6 +163,12 @@ enum tb_counter {
 	TB_C_TRUNCATED,		/* written truncated: deeper than TB_MAX_DEPTH */
 	TB_C_TSTATE_MISS,	/* tid cache misses (thread list walks) */
 	TB_C_BPF_NS,		/* ns spent in the program for profiled events */
+	TB_C_FILTERED,		/* dropped: --mode gil and the thread lacked the GIL */
+	TB_C_OFFCPU_WALKS,	/* stacks captured at switch-out (wall mode) */
+	TB_C_OFFCPU_WEIGHT,	/* sample periods credited to off-CPU time */
+	TB_C_OFFCPU_LOST,	/* periods lost: ring buffer full at switch-in */
+	TB_C_KSTACK_ERR,	/* kernel stack not captured */
+	TB_C_PROC_LOST,		/* process events lost: ring buffer full */
 	TB_NR_COUNTERS,
 };
 

@@ -29,6 +29,8 @@ struct dbg_pos {
 	uint16_t total;			/* sizeof(_Py_DebugOffsets) */
 	uint16_t rt_interp_head;
 	uint16_t is_size, is_next, is_threads_head, is_code_gen;
+	uint16_t is_gc, is_ceval_gil, is_gil_state, is_gil_locked, is_gil_holder;
+	uint16_t gc_collecting, ts_exc;
 	uint16_t ts_size, ts_next, ts_frame, ts_native_tid;
 	uint16_t fr_size, fr_previous, fr_code, fr_instr, fr_owner;
 	uint16_t co_size, co_filename, co_name, co_qualname, co_linetable,
@@ -42,6 +44,8 @@ static const struct dbg_pos dbg_positions[] = {
 	{
 		.minor = 13, .total = 584, .rt_interp_head = 40,
 		.is_size = 48, .is_next = 64, .is_threads_head = 72, .is_code_gen = NO,
+		.is_gc = 80, .is_ceval_gil = 112, .is_gil_state = 120, .is_gil_locked = 136,
+		.is_gil_holder = 144, .gc_collecting = 576, .ts_exc = NO,
 		.ts_size = 152, .ts_next = 168, .ts_frame = 184, .ts_native_tid = 200,
 		.fr_size = 224, .fr_previous = 232, .fr_code = 240, .fr_instr = 248,
 		.fr_owner = 264,
@@ -54,6 +58,8 @@ static const struct dbg_pos dbg_positions[] = {
 	{
 		.minor = 14, .total = 760, .rt_interp_head = 40,
 		.is_size = 48, .is_next = 64, .is_threads_head = 72, .is_code_gen = 160,
+		.is_gc = 88, .is_ceval_gil = 120, .is_gil_state = 128, .is_gil_locked = 144,
+		.is_gil_holder = 152, .gc_collecting = 656, .ts_exc = NO,
 		.ts_size = 176, .ts_next = 192, .ts_frame = 208, .ts_native_tid = 224,
 		.fr_size = 248, .fr_previous = 256, .fr_code = 264, .fr_instr = 272,
 		.fr_owner = 288,
@@ -66,6 +72,8 @@ static const struct dbg_pos dbg_positions[] = {
 	{
 		.minor = 15, .total = 888, .rt_interp_head = 40,
 		.is_size = 48, .is_next = 64, .is_threads_head = 72, .is_code_gen = 160,
+		.is_gc = 88, .is_ceval_gil = 120, .is_gil_state = 128, .is_gil_locked = 144,
+		.is_gil_holder = 152, .gc_collecting = 760, .ts_exc = 288,
 		.ts_size = 176, .ts_next = 192, .ts_frame = 208, .ts_native_tid = 248,
 		.fr_size = 312, .fr_previous = 320, .fr_code = 328, .fr_instr = 336,
 		.fr_owner = 352,
@@ -85,15 +93,16 @@ struct ver_extra {
 	uint8_t owner_skip;	/* first owner value that is not a Python frame */
 	uint8_t owner_stop;	/* sentinel base frame */
 	uint16_t compact_extra;	/* sizeof(PyCompactUnicodeObject) - sizeof(PyASCIIObject) */
+	uint16_t ts_exc;	/* PyThreadState -> current_exception, if not exported */
 };
 
 static const struct ver_extra extras[] = {
 	/* owner 3 = FRAME_OWNED_BY_CSTACK (entry shim) */
-	{ 13, 92, ~0ULL, 3, TB_NO_OWNER, 16 },
+	{ 13, 92, ~0ULL, 3, TB_NO_OWNER, 16, 112 },
 	/* owner 3 = INTERPRETER, 4 = CSTACK; f_executable is a tagged _PyStackRef */
-	{ 14, 92, ~3ULL, 3, TB_NO_OWNER, 16 },
+	{ 14, 92, ~3ULL, 3, TB_NO_OWNER, 16, NO },
 	/* owner 3 = INTERPRETER, 4 = THREAD_STATE: the sentinel at the bottom */
-	{ 15, 92, ~3ULL, 3, 4, 16 },
+	{ 15, 92, ~3ULL, 3, 4, 16, NO },
 };
 
 /* 3.11 and 3.12: no debug offsets; verified with DWARF and live walks. */
@@ -110,7 +119,11 @@ static const struct py_layout builtin[] = {
 			/* no co_version: qualname and linetable pointers identify the code */
 			.co_fp = 128, .co_fp2 = 136,
 			.owner_skip = 0xff, .owner_stop = TB_NO_OWNER,
+			.ts_exc = 96,		/* curexc_type */
+			.gil_holder = 8, .gil_locked = 16,
 		},
+		.gil_in_runtime = 360, .gil_ptr_in_interp = NO,	/* _PyRuntime.ceval.gil */
+		.gc_collecting = 648 + 200,
 		.co_size = 192, .co_filename = 112, .co_name = 120, .co_qualname = 128,
 		.co_linetable = 136, .co_firstlineno = 72, .co_version = NO,
 		.interp_code_gen = NO,
@@ -128,7 +141,11 @@ static const struct py_layout builtin[] = {
 			.co_type = 8, .co_adaptive = 192,
 			.co_fp = 92, .co_fp2 = NO,
 			.owner_skip = 3, .owner_stop = TB_NO_OWNER,
+			.ts_exc = 96,		/* current_exception */
+			.gil_holder = 8, .gil_locked = 16,
 		},
+		.gil_in_runtime = NO, .gil_ptr_in_interp = 384,	/* interp->ceval.gil */
+		.gc_collecting = 112 + 200,
 		.co_size = 200, .co_filename = 112, .co_name = 120, .co_qualname = 128,
 		.co_linetable = 136, .co_firstlineno = 68, .co_version = 92,
 		.interp_code_gen = NO,
@@ -149,6 +166,8 @@ static int finish(struct py_layout *l)
 	uint16_t fp2 = w->co_fp2 == NO ? 0 : w->co_fp2 + 4;
 
 	w->ts_read = max16(w->ts_native_tid, max16(w->ts_next, w->ts_frame)) + 8;
+	if (w->ts_exc != NO)
+		w->ts_read = max16(w->ts_read, w->ts_exc + 8);
 	w->fr_read = max16(max16(w->fr_previous, w->fr_code), w->fr_instr) + 8;
 	w->fr_read = max16(w->fr_read, w->fr_owner + 1);
 	w->co_read = max16(max16(w->co_type + 8, w->co_fp + 4), fp2);
@@ -222,6 +241,31 @@ static const struct ver_extra *find_extra(unsigned minor)
 	return &extras[n - 1];
 }
 
+/* GIL and GC locations; 0 on success. The GIL struct is embedded in the
+ * interpreter, but the interpreter may use another's: go through ceval.gil. */
+static int gil_gc(const uint8_t *b, const struct dbg_pos *p, uint64_t is,
+		  const struct ver_extra *x, struct py_layout *l)
+{
+	uint64_t gil = rd(b, p->is_gil_state), gc = rd(b, p->is_gc);
+	uint64_t locked = rd(b, p->is_gil_locked), holder = rd(b, p->is_gil_holder);
+	uint64_t coll = rd(b, p->gc_collecting);
+	uint16_t ts_exc = x->ts_exc;
+	int bad = 0;
+
+	bad |= field(b, p->is_ceval_gil, is, &l->gil_ptr_in_interp);
+	if (locked < gil || holder < gil || locked - gil > 24 || holder - gil > 24 ||
+	    gc + coll >= is || gc + coll > 0xfffe)
+		return -1;
+	l->gil_in_runtime = NO;
+	l->walk.gil_locked = (uint16_t)(locked - gil);
+	l->walk.gil_holder = (uint16_t)(holder - gil);
+	l->gc_collecting = (uint16_t)(gc + coll);
+	if (p->ts_exc != NO)
+		bad |= field(b, p->ts_exc, rd(b, p->ts_size), &ts_exc);
+	l->walk.ts_exc = ts_exc;
+	return bad;
+}
+
 static int parse_debug(const uint8_t *b, const struct dbg_pos *p,
 		       const struct ver_extra *x, struct py_layout *l)
 {
@@ -258,6 +302,7 @@ static int parse_debug(const uint8_t *b, const struct dbg_pos *p,
 		bad |= field(b, p->is_code_gen, is, &l->interp_code_gen);
 	else
 		l->interp_code_gen = NO;
+	bad |= gil_gc(b, p, is, x, l);
 	if (bad || co > 0xffff || (uint64_t)x->co_version + 4 > co)
 		return LAYOUT_INCONSISTENT;
 

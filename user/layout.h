@@ -25,6 +25,10 @@ struct py_layout {
 	uint16_t co_firstlineno; /* int */
 	uint16_t co_version;	/* u32, TB_NO_OFFSET if the version has none */
 	uint16_t interp_code_gen; /* u64 in PyInterpreterState, or TB_NO_OFFSET */
+	/* Where the GIL and the GC state are; target.c makes them addresses. */
+	uint16_t gil_in_runtime;  /* GIL struct inside _PyRuntime (3.11), or TB_NO_OFFSET */
+	uint16_t gil_ptr_in_interp; /* PyInterpreterState -> ceval.gil pointer (3.12+) */
+	uint16_t gc_collecting;	/* PyInterpreterState -> gc.collecting (int) */
 	struct pystr_layout str;
 };
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include "errors.h"
@@ -77,7 +78,15 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 	s->rb_bytes = ringbuf_size(o, s->ncpus);
 	bpf_map__set_max_entries(s->skel->maps.scratch, s->ncpus);
 	bpf_map__set_max_entries(s->skel->maps.events, s->rb_bytes);
+	if (o->kernel_stacks)
+		bpf_map__set_max_entries(s->skel->maps.kstacks, 16384);
 	s->skel->rodata->wakeup_bytes = wakeup_threshold(o, s->ncpus, s->rb_bytes);
+	s->skel->rodata->mode = o->mode;
+	s->skel->rodata->period_ns = 1000000000ull / (o->freq ? o->freq : 1000);
+	s->skel->rodata->kernel_stacks = !!o->kernel_stacks;
+	s->skel->rodata->report_all_exec = !!o->report_all_exec;
+	/* Every context switch on the machine would run it: only when needed. */
+	bpf_program__set_autoload(s->skel->progs.on_switch, o->mode == TB_MODE_WALL);
 	ret = tachyon_bpf__load(s->skel);
 	if (ret) {
 		snprintf(err, errlen, "cannot load the BPF program: %s (run with -v for the verifier log; needs Linux >= 5.17 with BTF)",
@@ -87,6 +96,12 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), o->on_record, o->ctx, NULL);
 	if (!s->rb) {
 		snprintf(err, errlen, "cannot map the ring buffer: %s (check RLIMIT_MEMLOCK)", strerror(errno));
+		return -1;
+	}
+	ret = tachyon_bpf__attach(s->skel);	/* the tracepoints; perf events come later */
+	if (ret) {
+		snprintf(err, errlen, "cannot attach the scheduler tracepoints: %s (needs BTF-enabled tracing, Linux >= 5.17)",
+			 strerror(-ret));
 		return -1;
 	}
 	s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
@@ -225,6 +240,56 @@ int sampler_prog_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt)
 	*run_ns = info.run_time_ns;
 	*run_cnt = info.run_cnt;
 	return 0;
+}
+
+int sampler_kstack(struct sampler *s, int32_t id, uint64_t *ips, int max)
+{
+	uint64_t buf[127] = {};
+	__u32 key = (__u32)id;
+	int n;
+
+	if (id < 0 || bpf_map__lookup_elem(s->skel->maps.kstacks, &key, sizeof(key),
+					   buf, sizeof(buf), 0))
+		return 0;
+	for (n = 0; n < 127 && n < max && buf[n]; n++)
+		ips[n] = buf[n];
+	return n;
+}
+
+int sampler_offcpu_left(struct sampler *s, struct offcpu_left **out)
+{
+	struct bpf_map *m = s->skel->maps.offcpu;
+	struct timespec ts;
+	struct {
+		__u64 since, stack_id, carry;
+		__u32 flags;
+		__s32 kstack;
+		__u32 pid, away;
+	} v;
+	__u32 key, next, *prev = NULL;
+	uint64_t now, period = s->skel->rodata->period_ns;
+	int n = 0, cap = 0;
+
+	*out = NULL;
+	clock_gettime(CLOCK_MONOTONIC, &ts);	/* bpf_ktime_get_ns's clock */
+	now = (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+	while (!bpf_map__get_next_key(m, prev, &next, sizeof(next))) {
+		key = next;
+		prev = &key;
+		if (bpf_map__lookup_elem(m, &key, sizeof(key), &v, sizeof(v), 0) || !v.away ||
+		    now < v.since)
+			continue;
+		if (n == cap) {
+			struct offcpu_left *g = realloc(*out, (cap = cap ? cap * 2 : 64) * sizeof(**out));
+
+			if (!g)
+				break;
+			*out = g;
+		}
+		(*out)[n++] = (struct offcpu_left){ v.pid, key, v.flags, v.kstack, v.stack_id,
+						    (now - v.since + v.carry) / period };
+	}
+	return n;
 }
 
 int sampler_rb_fd(struct sampler *s)

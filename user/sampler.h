@@ -17,6 +17,9 @@ struct sampler_opts {
 	const struct tb_event *event;
 	uint64_t freq;		/* samples per second per CPU, or */
 	uint64_t period;	/* one sample every `period` events */
+	enum tb_mode mode;
+	int kernel_stacks;	/* --kernel: capture kernel stacks */
+	int report_all_exec;	/* --all-python: every exec is news */
 	ring_buffer_sample_fn on_record;
 	void *ctx;
 };
@@ -41,6 +44,16 @@ int sampler_counters(struct sampler *s, uint64_t c[TB_NR_COUNTERS]);
 /* Kernel BPF run-time statistics of the program: total ns and runs. */
 int sampler_prog_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt);
 int sampler_rb_fd(struct sampler *s);
+/* Kernel stack `id` into ips (up to max); returns the number of frames. */
+int sampler_kstack(struct sampler *s, int32_t id, uint64_t *ips, int max);
+/* Wall mode: threads still off CPU now, for crediting at the end. */
+struct offcpu_left {
+	uint32_t pid, tid, flags;
+	int32_t kstack;
+	uint64_t stack_id;
+	uint64_t periods;
+};
+int sampler_offcpu_left(struct sampler *s, struct offcpu_left **out);
 int sampler_consume(struct sampler *s);
 void sampler_detach(struct sampler *s);
 void sampler_close(struct sampler *s);

@@ -77,6 +77,27 @@ static int read_layout(struct target *t, unsigned flags, char *err, size_t errle
 	return TARGET_UNSUPPORTED;
 }
 
+/*
+ * Absolute addresses of the GIL in use and of the GC's "collecting" flag,
+ * for the main interpreter. 0 (not read) while the interpreter is not up.
+ */
+static void find_status(struct target *t)
+{
+	const struct py_layout *l = &t->layout;
+	struct tb_walk *w = &t->layout.walk;
+	uint64_t interp = 0, gil = 0;
+
+	if (remote_read(t->pid, w->runtime_addr + w->rt_interp_head, &interp, sizeof(interp)) ||
+	    !interp)
+		return;
+	if (l->gil_in_runtime != TB_NO_OFFSET)
+		gil = w->runtime_addr + l->gil_in_runtime;
+	else if (remote_read(t->pid, interp + l->gil_ptr_in_interp, &gil, sizeof(gil)))
+		gil = 0;
+	w->gil_addr = gil;
+	w->gc_addr = l->gc_collecting ? interp + l->gc_collecting : 0;
+}
+
 static void read_cwd(struct target *t)
 {
 	char link[64];
@@ -120,6 +141,7 @@ int target_open(pid_t pid, unsigned flags, struct target *t, char *err, size_t e
 		return ret;
 	t->layout.walk.runtime_addr = t->loc.runtime_addr;
 	t->layout.walk.code_type_addr = t->loc.code_type_addr;
+	find_status(t);
 	t->start_time = proc_start_time(pid);
 	t->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	read_cwd(t);
