@@ -40,6 +40,18 @@ struct {
 	__type(value, struct tb_walk);
 } procs SEC(".maps");
 
+/*
+ * Processes whose exec/fork/exit userspace wants to hear about: the targets
+ * and, with --subprocesses or -- CMD, their descendants. Value: 1 if children
+ * are followed too.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TB_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, __u8);
+} watch SEC(".maps");
+
 /* tid -> PyThreadState*, re-validated by native_thread_id on every use. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -309,7 +321,7 @@ static long walk_step(__u32 i, void *arg)
 
 /*
  * Walk the current thread's Python stack into s->stack and c. Returns 0, or
- * -1 when there is nothing to report (counted).
+ * the counter that says why there is nothing to report.
  */
 static __always_inline int walk_current(struct walk_ctx *c, __u32 tid)
 {
@@ -317,27 +329,21 @@ static __always_inline int walk_current(struct walk_ctx *c, __u32 tid)
 	struct tb_walk *L = &s->walk;
 
 	c->tstate = find_tstate(s, c->cnt, tid);
-	if (!c->tstate) {
-		count(c->cnt, TB_C_NO_TSTATE);
-		return -1;
-	}
+	if (!c->tstate)
+		return TB_C_NO_TSTATE;
 	if (L->ts_exc != TB_NO_OFFSET && get_u64(s, L->ts_exc))
 		c->flags |= TB_SF_EXC;
 	c->frame = current_frame(s);
-	if (!c->frame) {
-		count(c->cnt, TB_C_NO_FRAMES);
-		return -1;
-	}
+	if (!c->frame)
+		return TB_C_NO_FRAMES;
 	c->hash = 0xcbf29ce484222325ULL;
 	bpf_loop(2 * TB_MAX_DEPTH, walk_step, c, 0);
 	if (c->flags & TB_SF_PARTIAL)
 		count(c->cnt, TB_C_READ_FRAME);
 	if (c->flags & TB_SF_TRUNCATED)
 		count(c->cnt, TB_C_TRUNCATED);
-	if (!c->depth && !(c->flags & TB_SF_PARTIAL)) {
-		count(c->cnt, TB_C_NO_FRAMES);
-		return -1;
-	}
+	if (!c->depth && !(c->flags & TB_SF_PARTIAL))
+		return TB_C_NO_FRAMES;
 	c->hash = mix(c->hash, c->flags & TB_SF_STACK_MASK);
 	return 0;
 }
@@ -452,8 +458,11 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (!begin(&c, L))
 		return 0;
 	count(c.cnt, TB_C_EVENTS);
-	if (walk_current(&c, tid))
+	ret = walk_current(&c, tid);
+	if (ret) {
+		count(c.cnt, ret);
 		goto out;
+	}
 	read_gil_gc(&c);
 	if (mode == TB_MODE_GIL && !(c.flags & TB_SF_GIL)) {
 		count(c.cnt, TB_C_FILTERED);
@@ -484,11 +493,13 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u6
 	if (!L || !begin(&c, L))
 		return;
 	/* prev is still current here: its user memory is the one we read. */
-	if (walk_current(&c, tid))
+	if (walk_current(&c, tid)) {
+		count(c.cnt, TB_C_OFFCPU_SKIPPED);
 		return;
+	}
 	read_gil_gc(&c);
 	if (push_stack(c.s, c.hash, c.depth) < 0) {
-		count(c.cnt, TB_C_LOST);
+		count(c.cnt, TB_C_OFFCPU_SKIPPED);	/* ring buffer full */
 		return;
 	}
 	count(c.cnt, TB_C_OFFCPU_WALKS);
@@ -567,15 +578,20 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ppid = BPF_CORE_READ(parent, tgid), pid = BPF_CORE_READ(child, tgid);
 	struct tb_walk *L;
+	__u8 *follow;
 
 	if (pid == ppid)
 		return 0;	/* a new thread, not a new process */
-	L = bpf_map_lookup_elem(&procs, &ppid);
-	if (!L || !L->follow)
+	follow = bpf_map_lookup_elem(&watch, &ppid);
+	if (!follow || !*follow)
 		return 0;
-	/* The child has the parent's memory image: same layout, same addresses. */
-	bpf_map_update_elem(&procs, &pid, L, BPF_ANY);
-	proc_event(TB_PROC_FORK, pid, ppid, 1);
+	bpf_map_update_elem(&watch, &pid, follow, BPF_ANY);
+	/* The child has the parent's memory image: same layout, same addresses,
+	 * so it is sampled from its first event, before userspace hears of it. */
+	L = bpf_map_lookup_elem(&procs, &ppid);
+	if (L)
+		bpf_map_update_elem(&procs, &pid, L, BPF_ANY);
+	proc_event(TB_PROC_FORK, pid, ppid, !!L);
 	return 0;
 }
 
@@ -584,13 +600,10 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 {
 	__u32 pid = BPF_CORE_READ(p, tgid);
 	__u32 ppid = BPF_CORE_READ(p, real_parent, tgid);
-	struct tb_walk *L = bpf_map_lookup_elem(&procs, &pid);
-	__u32 followed = L && L->follow;
+	int sampled = !bpf_map_delete_elem(&procs, &pid);	/* the old offsets mean nothing now */
 
-	if (L)	/* a new image: the old offsets mean nothing now */
-		bpf_map_delete_elem(&procs, &pid);
-	if (L || report_all_exec)
-		proc_event(TB_PROC_EXEC, pid, ppid, followed);
+	if (sampled || report_all_exec || bpf_map_lookup_elem(&watch, &pid))
+		proc_event(TB_PROC_EXEC, pid, ppid, 0);
 	return 0;
 }
 
@@ -598,13 +611,16 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p, bool group_dead)
 {
 	__u32 pid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
+	int known;
 
 	bpf_map_delete_elem(&offcpu, &tid);
 	bpf_map_delete_elem(&tstates, &tid);
 	/* The last thread of the process, not just its main thread. */
-	if (!group_dead || !bpf_map_lookup_elem(&procs, &pid))
+	if (!group_dead)
 		return 0;
-	bpf_map_delete_elem(&procs, &pid);
-	proc_event(TB_PROC_EXIT, pid, 0, 0);
+	known = !bpf_map_delete_elem(&procs, &pid);
+	known |= !bpf_map_delete_elem(&watch, &pid);
+	if (known)
+		proc_event(TB_PROC_EXIT, pid, 0, 0);
 	return 0;
 }

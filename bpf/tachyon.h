@@ -62,8 +62,7 @@ struct tb_walk {
 	__u16 gil_locked;	/* GIL struct -> locked (int) */
 	__u8 owner_skip;	/* frames with owner >= this are shims: skipped */
 	__u8 owner_stop;	/* owner value of a sentinel bottom frame, or TB_NO_OWNER */
-	__u8 follow;		/* children forked by this process are sampled too */
-	__u8 pad[7];
+	__u8 pad[8];
 	__u64 gil_addr;		/* the GIL struct in use; 0 = unknown */
 	__u64 gc_addr;		/* the GC's "collecting" int; 0 = unknown */
 };
@@ -165,6 +164,7 @@ enum tb_counter {
 	TB_C_BPF_NS,		/* ns spent in the program for profiled events */
 	TB_C_FILTERED,		/* dropped: --mode gil and the thread lacked the GIL */
 	TB_C_OFFCPU_WALKS,	/* stacks captured at switch-out (wall mode) */
+	TB_C_OFFCPU_SKIPPED,	/* switch-outs with no Python stack to capture */
 	TB_C_OFFCPU_WEIGHT,	/* sample periods credited to off-CPU time */
 	TB_C_OFFCPU_LOST,	/* periods lost: ring buffer full at switch-in */
 	TB_C_KSTACK_ERR,	/* kernel stack not captured */

@@ -4,7 +4,10 @@
 set -euo pipefail
 
 pkgs=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcmocka-dev
-      pkg-config make gcc python3.11 linux-perf)
+      pkg-config make gcc python3.11 linux-perf
+      # output format tests: protoc --decode_raw reads the pprof output,
+      # headless Chromium renders the SVG flame graph
+      protobuf-compiler chromium)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "errors.h"
 #include "layout.h"
+#include "tachyon.h"
 
 #ifndef TB_VERSION
 #define TB_VERSION "0.1.0"
@@ -17,24 +18,48 @@ enum {
 	OPT_STATS,
 	OPT_FORCE_VERSION,
 	OPT_VERSION,
+	OPT_MODE,
+	OPT_THREADS,
+	OPT_GC,
+	OPT_KERNEL,
+	OPT_NO_FALLBACK,
+	OPT_ALL_PYTHON,
+	OPT_SUBPROCESSES,
+	OPT_PIDS,
 };
 
 
 static const char usage_text[] =
 "Usage: tachyon-bpf [OPTIONS] -p PID[,PID...]\n"
+"       tachyon-bpf [OPTIONS] --all-python\n"
+"       tachyon-bpf [OPTIONS] -- COMMAND [ARGS...]\n"
 "Sample the Python stacks of running CPython processes from the kernel (eBPF)\n"
 "and write collapsed stacks (flamegraph.pl input) to stdout.\n"
 "\n"
 "  -p, --pid PID[,PID...]   processes to profile\n"
+"  -a, --all-python         every Python process on the machine, including ones\n"
+"                           that start later\n"
+"  -- COMMAND [ARGS...]     start COMMAND and profile it until it exits\n"
+"  -s, --subprocesses       with -p or --: their descendants too\n"
+"      --pids               put the pid in the per-process root frame\n"
 "  -F, --frequency HZ       samples per second per CPU (default 99)\n"
 "  -d, --duration SECONDS   stop after this long (default: Ctrl-C, or when\n"
 "                           every target has exited)\n"
 "  -o, --output FILE        write the profile to FILE instead of stdout\n"
 "  -f, --format FORMAT      output format: %s\n"
 "                           (default: from -o's extension, else collapsed)\n"
+"  -c, --period N           one sample every N events instead of -F\n"
 "  -e, --event EVENT        perf event that drives sampling (default cpu-clock):\n"
-"                           %s; a hardware event this machine lacks falls\n"
-"                           back to cpu-clock with a warning\n"
+"                           %s; 'help' lists them and what this\n"
+"                           machine supports. A hardware event this machine\n"
+"                           lacks falls back to cpu-clock with a warning\n"
+"      --no-fallback        ... or is an error, with this option\n"
+"  -m, --mode MODE          cpu (default): on-CPU samples; wall: off-CPU time too,\n"
+"                           credited to where the thread blocked; gil: only\n"
+"                           samples taken while the thread holds the GIL\n"
+"      --threads            a root frame per thread: 'thread TID NAME'\n"
+"      --gc                 a '<GC>' leaf frame on samples taken during a collection\n"
+"      --kernel             the kernel stack under the Python leaf ('fn [k]')\n"
 "      --full-filenames     full source paths instead of short ones\n"
 "      --stats FILE         write the closing statistics as JSON to FILE\n"
 "      --force-version      profile a pre-release or unknown Python version with\n"
@@ -47,6 +72,9 @@ static const char usage_text[] =
 "  sudo tachyon-bpf -p 1234 > out.folded             # until Ctrl-C\n"
 "  sudo tachyon-bpf -p 1234 -F 999 -d 10 | flamegraph.pl > out.svg\n"
 "  sudo tachyon-bpf -p 1234,1240 -d 30 -o app.folded\n"
+"  sudo tachyon-bpf --all-python -F 99 -d 30 > all.folded\n"
+"  sudo tachyon-bpf -F 999 -o prof.svg -- python3 app.py\n"
+"  sudo tachyon-bpf --mode wall -p 1234 -d 10 > wall.folded\n"
 "\n"
 "Output: one line per distinct stack, root first: 'frame;frame;frame count',\n"
 "each frame 'qualname (file:line)'. Statistics and messages go to stderr.\n"
@@ -59,6 +87,15 @@ static const struct option longopts[] = {
 	{ "output", required_argument, NULL, 'o' },
 	{ "event", required_argument, NULL, 'e' },
 	{ "format", required_argument, NULL, 'f' },
+	{ "period", required_argument, NULL, 'c' },
+	{ "mode", required_argument, NULL, 'm' },
+	{ "threads", no_argument, NULL, OPT_THREADS },
+	{ "gc", no_argument, NULL, OPT_GC },
+	{ "kernel", no_argument, NULL, OPT_KERNEL },
+	{ "no-fallback", no_argument, NULL, OPT_NO_FALLBACK },
+	{ "all-python", no_argument, NULL, 'a' },
+	{ "subprocesses", no_argument, NULL, 's' },
+	{ "pids", no_argument, NULL, OPT_PIDS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "full-filenames", no_argument, NULL, OPT_FULL_FILENAMES },
@@ -143,6 +180,7 @@ static int parse_freq(const char *arg, struct options *o)
 		return -1;
 	}
 	o->freq = (uint64_t)v;
+	o->freq_given = 1;
 	return 0;
 }
 
@@ -161,6 +199,17 @@ static int parse_duration(const char *arg, struct options *o)
 	return 0;
 }
 
+static void list_events(void)
+{
+	const struct tb_event *e;
+	int i;
+
+	printf("%-14s %-10s %s\n", "EVENT", "HERE", "WHAT");
+	for (i = 0; (e = event_at(i)); i++)
+		printf("%-14s %-10s %s\n", e->name,
+		       event_supported(e) ? "supported" : "missing", e->help);
+}
+
 static int parse_event(const char *arg, struct options *o)
 {
 	o->event = event_find(arg);
@@ -172,9 +221,70 @@ static int parse_event(const char *arg, struct options *o)
 	return 0;
 }
 
+static int parse_mode(const char *arg, struct options *o)
+{
+	static const char *const names[] = {
+		[TB_MODE_CPU] = "cpu", [TB_MODE_WALL] = "wall", [TB_MODE_GIL] = "gil",
+	};
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		if (!strcmp(arg, names[i])) {
+			o->mode = i;
+			return 0;
+		}
+	}
+	tb_error("--mode %s: unknown mode (choose cpu, wall or gil)", arg);
+	return -1;
+}
+
+static int parse_period(const char *arg, struct options *o)
+{
+	long long v = parse_count(arg, 1LL << 40);
+
+	if (v < 0) {
+		tb_error("-c %s: not a positive whole number of events (e.g. -c 1000000)", arg);
+		return -1;
+	}
+	o->period = (uint64_t)v;
+	return 0;
+}
+
+static int parse_flag(int c, struct options *o)
+{
+	switch (c) {
+	case OPT_THREADS:
+		o->threads = 1;
+		return 0;
+	case OPT_GC:
+		o->gc_frames = 1;
+		return 0;
+	case OPT_KERNEL:
+		o->kernel = 1;
+		return 0;
+	case OPT_NO_FALLBACK:
+		o->no_fallback = 1;
+		return 0;
+	case 'a':
+		o->all_python = 1;
+		return 0;
+	case 's':
+		o->subprocesses = 1;
+		return 0;
+	case OPT_PIDS:
+		o->show_pids = 1;
+		return 0;
+	}
+	return -1;
+}
+
 static int parse_one(int c, const char *arg, struct options *o)
 {
 	switch (c) {
+	case 'c':
+		return parse_period(arg, o);
+	case 'm':
+		return parse_mode(arg, o);
 	case 'p':
 		return parse_pids(arg, o);
 	case 'F':
@@ -210,7 +320,7 @@ static int parse_one(int c, const char *arg, struct options *o)
 		o->layout_flags |= LAYOUT_FORCE;
 		return 0;
 	}
-	return -1;
+	return parse_flag(c, o);
 }
 
 static void bad_option(char **argv, int c)
@@ -234,7 +344,7 @@ int cli_parse(int argc, char **argv, struct options *o)
 	o->event = event_default();
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:F:d:o:e:f:vh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:p:F:c:d:o:e:f:m:asvh", longopts, NULL)) != -1) {
 		if (c == 'h') {
 			printf(usage_text, writer_names(), event_names());
 			return TB_EXIT_OK;
@@ -247,15 +357,28 @@ int cli_parse(int argc, char **argv, struct options *o)
 			bad_option(argv, c);
 			return TB_EXIT_USAGE;
 		}
+		if (c == 'e' && !strcmp(optarg, "help")) {
+			list_events();
+			return TB_EXIT_OK;
+		}
 		if (parse_one(c, optarg, o))
 			return TB_EXIT_USAGE;
 	}
-	if (optind < argc) {
-		tb_error("%s: unexpected argument (options only; see tachyon-bpf --help)", argv[optind]);
+	if (optind < argc && strcmp(argv[optind - 1], "--")) {
+		tb_error("%s: unexpected argument (put a command after --; see tachyon-bpf --help)",
+			 argv[optind]);
 		return TB_EXIT_USAGE;
 	}
-	if (!o->npids) {
-		tb_error("no target: nothing to profile (give -p PID)");
+	if (optind < argc)
+		o->cmd = argv + optind;
+	if (!!o->npids + o->all_python + !!o->cmd != 1) {
+		tb_error(o->npids || o->all_python || o->cmd ?
+			 "targets: give only one of -p PID, --all-python, -- COMMAND (see tachyon-bpf --help)" :
+			 "no target: nothing to profile (give -p PID, --all-python or -- COMMAND)");
+		return TB_EXIT_USAGE;
+	}
+	if (o->period && o->freq_given) {
+		tb_error("-c and -F: give one of them (a period in events, or a frequency)");
 		return TB_EXIT_USAGE;
 	}
 	if (!o->writer && o->output)

@@ -14,10 +14,21 @@ struct options {
 	pid_t pids[CLI_MAX_PIDS];
 	int npids;
 	uint64_t freq;		/* -F */
+	int freq_given;
+	uint64_t period;	/* -c: one sample every PERIOD events (instead of -F) */
 	double duration;	/* -d, 0 = until stopped */
 	const char *output;	/* -o, NULL = stdout */
 	const struct tb_event *event;
 	int event_given;	/* -e named an event explicitly */
+	int no_fallback;	/* an event the machine lacks is an error */
+	int mode;		/* enum tb_mode */
+	int threads;		/* a root frame per thread */
+	int gc_frames;		/* a <GC> leaf while the collector runs */
+	int kernel;		/* kernel stacks under the Python leaf */
+	int all_python;		/* every Python process, now and later */
+	int subprocesses;	/* descendants of the targets too */
+	int show_pids;		/* the process root frame carries the pid */
+	char **cmd;		/* -- CMD ARGS...: start and profile it */
 	int verbose;
 	int full_paths;
 	const char *stats_path;

@@ -36,6 +36,11 @@ const struct tb_event *event_find(const char *name)
 	return NULL;
 }
 
+const struct tb_event *event_at(int i)
+{
+	return i >= 0 && (size_t)i < NR_EVENTS ? &events[i] : NULL;
+}
+
 const struct tb_event *event_default(void)
 {
 	return &events[0];

@@ -16,6 +16,8 @@ struct tb_event {
 /* NULL if the name is unknown. */
 const struct tb_event *event_find(const char *name);
 const struct tb_event *event_default(void);
+/* The i-th known event, NULL past the end. */
+const struct tb_event *event_at(int i);
 /* Comma-separated list of names, for messages. */
 const char *event_names(void);
 /* 1 if this machine can open the event on CPU 0. */

@@ -20,6 +20,7 @@
 #include "errors.h"
 #include "output.h"
 #include "session.h"
+#include "stats.h"
 
 #ifndef CAP_PERFMON
 #define CAP_PERFMON 38
@@ -78,13 +79,19 @@ static int check_btf(void)
 }
 
 /* Hardware events need a PMU; without one, cpu-clock is the honest substitute. */
-static void check_event(struct options *o)
+static int check_event(struct options *o)
 {
 	if (!o->event->hardware || event_supported(o->event))
-		return;
+		return 0;
+	if (o->no_fallback) {
+		tb_error("event %s: not supported by this machine (no hardware PMU, e.g. in a VM) (use -e cpu-clock, or drop --no-fallback)",
+			 o->event->name);
+		return -1;
+	}
 	tb_warn("event %s: not supported by this machine (no hardware PMU, e.g. in a VM); falling back to cpu-clock",
 		o->event->name);
 	o->event = event_default();
+	return 0;
 }
 
 static FILE *open_output(const char *path)
@@ -106,86 +113,16 @@ static FILE *open_output(const char *path)
 	return f;
 }
 
-static uint64_t dropped(const struct session_stats *st)
-{
-	return st->bpf[TB_C_NO_TSTATE] + st->bpf[TB_C_NO_FRAMES] + st->bpf[TB_C_READ_TSTATE] +
-	       st->unknown_pid + st->missing_stack;
-}
-
-static double bpf_ns_per_sample(const struct session_stats *st)
-{
-	return st->bpf[TB_C_EVENTS] ? (double)st->bpf[TB_C_BPF_NS] / st->bpf[TB_C_EVENTS] : 0;
-}
-
-static void print_stats(const struct session *s, uint64_t written)
-{
-	const struct session_stats *st = &s->st;
-	const uint64_t *c = st->bpf;
-	double secs = st->seconds > 0 ? st->seconds : 1;
-	int ncpus = st->ncpus ? st->ncpus : 1;
-
-	tb_info("%" PRIu64 " samples in %.1f s (%s, -F %" PRIu64 "): %.1f/s, %.1f/s per CPU on %d CPUs",
-		c[TB_C_EVENTS], st->seconds, s->opt->event->name, s->opt->freq,
-		c[TB_C_EVENTS] / secs, c[TB_C_EVENTS] / secs / ncpus, ncpus);
-	tb_info("written %" PRIu64 ", lost %" PRIu64 " (ring buffer full), dropped %" PRIu64
-		" (no thread state %" PRIu64 ", no Python frame %" PRIu64 ", unreadable thread state %" PRIu64
-		", missing stack %" PRIu64 ", unknown pid %" PRIu64 ")",
-		written, c[TB_C_LOST], dropped(st), c[TB_C_NO_TSTATE], c[TB_C_NO_FRAMES],
-		c[TB_C_READ_TSTATE], st->missing_stack, st->unknown_pid);
-	tb_info("partial stacks %" PRIu64 ", truncated %" PRIu64 ", frames skipped (not code) %" PRIu64
-		", unreadable code objects %" PRIu64 " in BPF / %" PRIu64 " in userspace",
-		c[TB_C_READ_FRAME], c[TB_C_TRUNCATED], c[TB_C_BAD_CODE], c[TB_C_READ_CODE],
-		s->sym.failures);
-	tb_info("%" PRIu64 " distinct stacks, %" PRIu64 " code objects read; BPF %.0f ns/sample (self-timed)%s",
-		st->stacks, s->sym.reads, bpf_ns_per_sample(st),
-		st->run_cnt ? "" : ", kernel run-time stats unavailable");
-	if (st->run_cnt)
-		tb_info("kernel BPF stats: %" PRIu64 " runs, %.0f ns/run (all CPUs, all processes)",
-			st->run_cnt, (double)st->run_ns / st->run_cnt);
-}
-
-static void write_stats_json(const struct session *s, uint64_t written)
-{
-	const struct session_stats *st = &s->st;
-	const uint64_t *c = st->bpf;
-	double secs = st->seconds > 0 ? st->seconds : 1;
-	FILE *f = fopen(s->opt->stats_path, "we");
-
-	if (!f) {
-		tb_warn("--stats %s: %s", s->opt->stats_path, strerror(errno));
-		return;
-	}
-	fprintf(f, "{\"collected\": %" PRIu64 ", \"written\": %" PRIu64 ", \"lost\": %" PRIu64 ",\n"
-		" \"dropped\": {\"no_tstate\": %" PRIu64 ", \"no_frames\": %" PRIu64
-		", \"read_tstate\": %" PRIu64 ", \"missing_stack\": %" PRIu64 ", \"unknown_pid\": %" PRIu64 "},\n"
-		" \"partial\": %" PRIu64 ", \"truncated\": %" PRIu64 ", \"bad_code\": %" PRIu64
-		", \"unknown_code\": %" PRIu64 ", \"unreadable_code\": %" PRIu64 ",\n"
-		" \"stacks\": %" PRIu64 ", \"code_reads\": %" PRIu64 ", \"tstate_misses\": %" PRIu64 ",\n"
-		" \"duration_s\": %.3f, \"rate_hz\": %.1f, \"rate_hz_per_cpu\": %.1f, \"cpus\": %d,\n"
-		" \"bpf_ns_per_sample\": %.1f, \"bpf_runs\": %" PRIu64 ", \"bpf_ns_per_run\": %.1f,\n"
-		" \"event\": \"%s\", \"frequency\": %" PRIu64 "}\n",
-		c[TB_C_EVENTS], written, c[TB_C_LOST],
-		c[TB_C_NO_TSTATE], c[TB_C_NO_FRAMES], c[TB_C_READ_TSTATE], st->missing_stack,
-		st->unknown_pid, c[TB_C_READ_FRAME], c[TB_C_TRUNCATED], c[TB_C_BAD_CODE],
-		s->sym.failures, c[TB_C_READ_CODE], st->stacks, s->sym.reads, c[TB_C_TSTATE_MISS],
-		st->seconds, c[TB_C_EVENTS] / secs, c[TB_C_EVENTS] / secs / (st->ncpus ? st->ncpus : 1),
-		st->ncpus, bpf_ns_per_sample(st), st->run_cnt,
-		st->run_cnt ? (double)st->run_ns / st->run_cnt : 0.0,
-		s->opt->event->name, s->opt->freq);
-	fclose(f);
-}
-
 /* Symbolize, write, report. Returns the exit code. */
 static int finish(struct session *s, FILE *out)
 {
-	struct resolve_opts ro = { .full_paths = s->opt->full_paths };
 	struct resolved r = {
 		.event = s->opt->event->name, .freq = s->opt->freq,
 		.start_unix = s->st.start_unix, .duration_s = s->st.seconds,
 	};
 	int ret = TB_EXIT_OK;
 
-	if (profile_resolve(&s->prof, s->targets, s->ntargets, &s->sym, &ro, &r)) {
+	if (session_resolve(s, &r)) {
 		tb_error("writing the profile: out of memory");
 		resolved_free(&r);
 		return TB_EXIT_RUNTIME;
@@ -196,9 +133,9 @@ static int finish(struct session *s, FILE *out)
 			ret = TB_EXIT_RUNTIME;
 		}
 	}
-	print_stats(s, r.total);
+	stats_print(s, r.total);
 	if (s->opt->stats_path)
-		write_stats_json(s, r.total);
+		stats_write_json(s, r.total);
 	resolved_free(&r);
 	return ret;
 }
@@ -215,7 +152,8 @@ int main(int argc, char **argv)
 		return ret;
 	if (check_privileges() || check_btf())
 		return TB_EXIT_RUNTIME;
-	check_event(&o);
+	if (check_event(&o))
+		return TB_EXIT_RUNTIME;
 	out = open_output(o.output);
 	if (!out)
 		return TB_EXIT_RUNTIME;

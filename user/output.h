@@ -30,6 +30,18 @@ void collapsed_label(const struct rframe *f, char *out, size_t len);
  * Returns 0, or -1 with errno set (EPIPE when the reader went away). */
 int output_collapsed(FILE *out, const struct resolved *r);
 
+/*
+ * The other formats; each returns 0, or -1 with errno set (EPIPE included).
+ * svg: interactive flame graph (stacks merged by frame label);
+ * speedscope: speedscope.app JSON, one sampled profile per process/thread;
+ * pprof: gzipped perftools.profiles.Profile (go tool pprof);
+ * summary: top functions by self samples, with total (inclusive) samples.
+ */
+int output_svg(FILE *out, const struct resolved *r);
+int output_speedscope(FILE *out, const struct resolved *r);
+int output_pprof(FILE *out, const struct resolved *r);
+int output_summary(FILE *out, const struct resolved *r);
+
 /* The formats, by name; --format or -o's extension picks one. */
 struct writer {
 	const char *name;

@@ -127,29 +127,77 @@ static const char *marker(uint32_t flags)
 	return NULL;
 }
 
+#define MAX_KFRAMES 127
+
+/* Frames around the Python ones: thread root, truncation marker. */
+static int prefix_frames(struct resolved *r, struct rsample *s, const struct agg_key *k,
+			 const struct resolve_opts *o, const struct target *t)
+{
+	const char *mark = marker(k->flags);
+	char name[128];
+
+	if (o->proc_root) {
+		if (o->show_pids)
+			snprintf(name, sizeof(name), "%s [%d]", t->name, t->pid);
+		else
+			snprintf(name, sizeof(name), "%s", t->name);
+		if (!(s->frames[s->depth++] = intern(r, name, "", 0, 0)))
+			return -1;
+	}
+	if (o->threads) {
+		const char *tn = o->thread_name ? o->thread_name(o->ctx, k->target, k->tid) : NULL;
+
+		snprintf(name, sizeof(name), "thread %u%s%s", k->tid, tn ? " " : "", tn ? tn : "");
+		if (!(s->frames[s->depth++] = intern(r, name, "", 0, 0)))
+			return -1;
+	}
+	if (mark && !(s->frames[s->depth++] = intern(r, mark, "", 0, 0)))
+		return -1;
+	return 0;
+}
+
+/* Frames below the Python leaf: <GC>, then the kernel stack, outermost first. */
+static int suffix_frames(struct resolved *r, struct rsample *s, const struct agg_key *k,
+			 const struct resolve_opts *o)
+{
+	const char *kf[MAX_KFRAMES];
+	char name[256];
+	int n = 0;
+
+	if (o->gc_frames && (k->flags & TB_SF_GC) &&
+	    !(s->frames[s->depth++] = intern(r, "<GC>", "", 0, 0)))
+		return -1;
+	if (k->kstack >= 0 && o->kernel_frames)
+		n = o->kernel_frames(o->ctx, k->kstack, kf, MAX_KFRAMES);
+	while (n-- > 0) {
+		snprintf(name, sizeof(name), "%s [k]", kf[n]);
+		if (!(s->frames[s->depth++] = intern(r, name, "", 0, 0)))
+			return -1;
+	}
+	return 0;
+}
+
 static int resolve_one(struct resolved *r, const struct agg_key *k, uint64_t count,
 		       const struct stack_frames *sf, struct target *t,
 		       struct symbols *sym, const struct resolve_opts *o)
 {
 	struct rsample *s = &r->samples[r->nsamples];
-	const char *mark = marker(k->flags);
-	uint32_t i, n = 0;
+	uint32_t i;
 
-	s->frames = calloc(sf->depth + 1, sizeof(*s->frames));
-	if (!s->frames)
-		return -1;
-	if (mark && !(s->frames[n++] = intern(r, mark, "", 0, 0)))
+	s->frames = calloc(sf->depth + 4 + MAX_KFRAMES, sizeof(*s->frames));
+	if (!s->frames || prefix_frames(r, s, k, o, t))
 		return -1;
 	for (i = sf->depth; i-- > 0;) {
 		const struct tb_frame *f = &sf->frames[i];
 		struct sym_frame sf2;
 
 		symbols_frame(symbols_get(sym, t, f), f, t, o->full_paths, &sf2);
-		s->frames[n] = intern(r, sf2.name, sf2.file, sf2.line, sf2.firstlineno);
-		if (!s->frames[n++])
+		s->frames[s->depth] = intern(r, sf2.name, sf2.file, sf2.line, sf2.firstlineno);
+		if (!s->frames[s->depth++])
 			return -1;
 	}
-	s->depth = n;
+	if (suffix_frames(r, s, k, o))
+		return -1;
 	s->proc = t->id;
 	s->tid = k->tid;
 	s->flags = k->flags;
@@ -176,6 +224,7 @@ int profile_resolve(struct profile *p, struct target *const *targets, uint32_t n
 	for (i = 0; i < ntargets; i++) {
 		r->procs[i].pid = targets[i]->pid;
 		snprintf(r->procs[i].version, sizeof(r->procs[i].version), "%s", targets[i]->version);
+		snprintf(r->procs[i].name, sizeof(r->procs[i].name), "%s", targets[i]->name);
 	}
 	r->nprocs = ntargets;
 	while (hmap_next(&p->counts, &it, (const void **)&k, &val)) {

@@ -23,7 +23,7 @@ struct agg_key {
 	uint32_t tid;
 	uint64_t stack_id;
 	uint32_t flags;
-	uint32_t pad;
+	int32_t kstack;		/* kernel stack id, < 0 if none */
 };
 
 struct profile {
@@ -47,6 +47,7 @@ struct rframe {
 struct rproc {
 	int32_t pid;
 	char version[32];	/* "3.13.0" */
+	char name[64];		/* script, module or executable */
 };
 
 struct rsample {
@@ -76,6 +77,14 @@ struct resolved {
 
 struct resolve_opts {
 	int full_paths;
+	int threads;		/* a root frame "thread TID NAME" */
+	int gc_frames;		/* a "<GC>" leaf on samples taken during a collection */
+	int proc_root;		/* a root frame naming the process */
+	int show_pids;		/* ... with its pid */
+	/* Optional: the name of a thread; kernel frame names of a stack id. */
+	const char *(*thread_name)(void *ctx, uint32_t target, uint32_t tid);
+	int (*kernel_frames)(void *ctx, int32_t kstack, const char **names, int max);
+	void *ctx;
 };
 
 int profile_init(struct profile *p);

@@ -209,6 +209,14 @@ int sampler_del(struct sampler *s, pid_t pid)
 	return bpf_map__delete_elem(s->skel->maps.procs, &key, sizeof(key), 0);
 }
 
+int sampler_watch(struct sampler *s, pid_t pid, int follow)
+{
+	__u32 key = (__u32)pid;
+	__u8 v = !!follow;
+
+	return bpf_map__update_elem(s->skel->maps.watch, &key, sizeof(key), &v, sizeof(v), BPF_ANY);
+}
+
 int sampler_counters(struct sampler *s, uint64_t c[TB_NR_COUNTERS])
 {
 	size_t sz = sizeof(__u64) * TB_NR_COUNTERS;

@@ -39,6 +39,8 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 int sampler_attach(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen);
 int sampler_add(struct sampler *s, pid_t pid, const struct tb_walk *w);
 int sampler_del(struct sampler *s, pid_t pid);
+/* Hear of pid's exec/fork/exit; follow: its children too. */
+int sampler_watch(struct sampler *s, pid_t pid, int follow);
 /* Sums of the per-CPU counters. */
 int sampler_counters(struct sampler *s, uint64_t c[TB_NR_COUNTERS]);
 /* Kernel BPF run-time statistics of the program: total ns and runs. */

@@ -1,5 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The consume stage: one epoll loop over the ring buffer, signals, target
+ * exits and stdout; process lifecycle (exec, fork, exit, --all-python,
+ * -- CMD); aggregation and symbolization as samples arrive.
+ */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,16 +15,30 @@
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "errors.h"
 #include "session.h"
 
 #define POLL_MS		100	/* drain at least this often: samples don't wake us */
+#define DISCOVER_MS	5	/* while a new process is being set up */
+#define RESCAN_S	2.0	/* --all-python: look for interpreters loaded late */
 #define EV_RING		(1ULL << 62)
 #define EV_SIGNAL	(2ULL << 62)
 #define EV_STDOUT	(3ULL << 62)
+#define EV_CHILD	((3ULL << 62) | 1)
 #define EV_KIND(x)	((x) & (3ULL << 62))
+
+/* When to look again at a process that is not (yet) a Python we can read. */
+static const double retry_after[] = { 0.002, 0.01, 0.03, 0.1, 0.3, 1.0 };
+#define MAX_ATTEMPTS (int)(sizeof(retry_after) / sizeof(retry_after[0]))
+
+struct thread_key {
+	uint32_t target;
+	uint32_t tid;
+};
 
 static double now_s(void)
 {
@@ -33,58 +55,273 @@ static struct target *target_of(struct session *s, uint32_t pid)
 	return slot ? s->targets[(uintptr_t)*slot - 1] : NULL;
 }
 
-static int add_pending(struct session *s, const struct agg_key *k)
+static int epoll_add(int epfd, int fd, uint64_t tag, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.u64 = tag };
+
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static int follow_children(const struct session *s)
+{
+	return s->opt->subprocesses || s->opt->all_python;
+}
+
+/* Make t the current incarnation of its pid and start sampling it. */
+static int add_target(struct session *s, struct target *t)
+{
+	uint32_t pid = (uint32_t)t->pid;
+	void **slot;
+
+	if (s->ntargets == s->cap) {
+		uint32_t cap = s->cap ? s->cap * 2 : 64;
+		struct target **g = realloc(s->targets, cap * sizeof(*g));
+
+		if (!g)
+			return -1;
+		s->targets = g;
+		s->cap = cap;
+	}
+	slot = hmap_put(&s->by_pid, &pid, NULL);
+	if (!slot)
+		return -1;
+	t->id = s->ntargets;
+	s->targets[s->ntargets++] = t;
+	*slot = (void *)(uintptr_t)(t->id + 1);
+	s->alive++;
+	s->st.processes++;
+	if (s->epfd >= 0 && t->pidfd >= 0)
+		epoll_add(s->epfd, t->pidfd, t->id, EPOLLIN);
+	if (s->sampler.skel) {
+		sampler_add(&s->sampler, t->pid, &t->layout.walk);
+		sampler_watch(&s->sampler, t->pid, follow_children(s));
+	}
+	tb_debug("pid %d: %s, Python %s", t->pid, t->name, t->version);
+	return 0;
+}
+
+/* This incarnation is over (exit or exec); its samples stay in the profile. */
+static void end_target(struct session *s, struct target *t)
+{
+	uint32_t pid = (uint32_t)t->pid;
+	void **slot;
+
+	if (t->exited)
+		return;
+	t->exited = 1;
+	if (t->pidfd >= 0)
+		epoll_ctl(s->epfd, EPOLL_CTL_DEL, t->pidfd, NULL);
+	slot = hmap_get(&s->by_pid, &pid);
+	if (slot && (uintptr_t)*slot == t->id + 1)
+		hmap_del(&s->by_pid, &pid);
+	s->alive--;
+}
+
+static void discover_later(struct session *s, int32_t pid, int announce)
+{
+	size_t i;
+
+	for (i = 0; i < s->ndisc; i++)
+		if (s->disc[i].pid == pid)
+			return;
+	if (s->ndisc == s->disc_cap) {
+		size_t cap = s->disc_cap ? s->disc_cap * 2 : 16;
+		struct discover *g = realloc(s->disc, cap * sizeof(*g));
+
+		if (!g)
+			return;
+		s->disc = g;
+		s->disc_cap = cap;
+	}
+	s->disc[s->ndisc++] = (struct discover){ pid, 0, now_s() + retry_after[0], announce };
+}
+
+static void refuse_once(struct session *s, int32_t pid, const char *why)
+{
+	uint32_t key = (uint32_t)pid;
+	int added = 0;
+
+	hmap_put(&s->refused, &key, &added);
+	if (added)
+		tb_warn("pid %d: %s; not profiled", pid, why);
+}
+
+/* One attempt at a process; 1 = done with it (profiled or given up). */
+static int try_discover(struct session *s, struct discover *d)
+{
+	struct target *t = calloc(1, sizeof(*t));
+	char err[512] = "";
+	int ret;
+
+	if (!t)
+		return 1;
+	ret = target_open(d->pid, s->opt->layout_flags, t, err, sizeof(err));
+	if (ret == TARGET_OK && !add_target(s, t))
+		return 1;
+	free(t);
+	if (ret == TARGET_UNSUPPORTED) {
+		refuse_once(s, d->pid, err);
+		return 1;
+	}
+	if (ret == TARGET_NO_PROCESS)
+		return 1;
+	/* Not Python yet: ld.so may still be mapping libpython. */
+	if (++d->attempts >= MAX_ATTEMPTS) {
+		if (d->announce)
+			tb_warn("pid %d: not a Python process: %s", d->pid, err);
+		return 1;
+	}
+	d->next_try = now_s() + retry_after[d->attempts];
+	return 0;
+}
+
+static void run_discovery(struct session *s)
+{
+	double now = now_s();
+	size_t i, j = 0;
+
+	for (i = 0; i < s->ndisc; i++) {
+		struct discover d = s->disc[i];
+
+		if (d.next_try > now || !try_discover(s, &d))
+			s->disc[j++] = d;
+	}
+	s->ndisc = j;
+}
+
+/* --all-python: every process we have not looked at yet. */
+static void scan_all(struct session *s)
+{
+	DIR *dir = opendir("/proc");
+	struct dirent *e;
+	uint32_t self = (uint32_t)getpid();
+
+	if (!dir)
+		return;
+	while ((e = readdir(dir))) {
+		uint32_t pid;
+		int added = 0;
+		char *end;
+
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		pid = (uint32_t)strtoul(e->d_name, &end, 10);
+		if (*end || pid == self || target_of(s, pid))
+			continue;
+		/* Each pid once (a recycled pid comes back through exec). */
+		hmap_put(&s->refused, &pid, &added);
+		if (!added)
+			continue;
+		hmap_del(&s->refused, &pid);
+		{
+			struct discover d = { (int32_t)pid, MAX_ATTEMPTS - 1, 0, 0 };
+
+			if (try_discover(s, &d) && !target_of(s, pid))
+				hmap_put(&s->refused, &pid, NULL);
+		}
+	}
+	closedir(dir);
+	s->next_scan = now_s() + RESCAN_S;
+}
+
+static int add_pending(struct session *s, const struct agg_key *k, uint64_t weight)
 {
 	if (s->npend == s->pend_cap) {
 		size_t cap = s->pend_cap ? s->pend_cap * 2 : 256;
-		struct agg_key *n = realloc(s->pend, cap * sizeof(*n));
+		struct pend_sample *n = realloc(s->pend, cap * sizeof(*n));
 
 		if (!n)
 			return -1;
 		s->pend = n;
 		s->pend_cap = cap;
 	}
-	s->pend[s->npend++] = *k;
+	s->pend[s->npend++] = (struct pend_sample){ *k, weight };
 	return 0;
+}
+
+static void note_thread(struct session *s, const struct agg_key *k)
+{
+	struct thread_key tk = { k->target, k->tid };
+	char name[32];
+	void **slot;
+	int added;
+
+	slot = hmap_put(&s->thread_names, &tk, &added);
+	if (!slot || !added)
+		return;
+	if (!proc_comm(s->targets[k->target]->pid, (pid_t)k->tid, name, sizeof(name)))
+		*slot = strdup(name);
 }
 
 /* Count a sample whose frames we have; read new code objects right away,
  * while the process (and the code object) is still alive. */
-static void count_sample(struct session *s, const struct agg_key *k,
+static void count_sample(struct session *s, const struct agg_key *k, uint64_t weight,
 			 const struct stack_frames *sf)
 {
-	if (profile_count(&s->prof, k, 1) == 1)
-		symbols_resolve(&s->sym, s->targets[k->target], sf->frames, sf->depth);
+	if (profile_count(&s->prof, k, weight) != 1)
+		return;
+	symbols_resolve(&s->sym, s->targets[k->target], sf->frames, sf->depth);
+	if (s->opt->threads)
+		note_thread(s, k);
 }
 
-static void on_sample(struct session *s, const struct tb_sample *r)
+static void add_sample(struct session *s, uint32_t pid, uint32_t tid, uint64_t stack_id,
+		       uint32_t flags, int32_t kstack, uint64_t weight)
 {
 	const struct stack_frames *sf;
-	struct target *t = target_of(s, r->pid);
+	struct target *t = target_of(s, pid);
 	struct agg_key k = {0};
 
-	s->st.received++;
 	if (!t) {
-		s->st.unknown_pid++;
+		s->st.unknown_pid += weight;
 		return;
 	}
 	k.target = t->id;
-	k.tid = r->tid;
-	k.stack_id = r->stack_id;
-	k.flags = r->flags;
-	sf = profile_stack(&s->prof, r->stack_id);
+	k.tid = tid;
+	k.stack_id = stack_id;
+	k.flags = flags & ~TB_SF_STATUS_KNOWN;
+	k.kstack = s->opt->kernel ? kstack : -1;
+	sf = profile_stack(&s->prof, stack_id);
 	if (!sf) {
 		/* Another CPU's copy of the frames may still be on its way. */
-		if (add_pending(s, &k))
-			s->st.missing_stack++;
+		if (add_pending(s, &k, weight))
+			s->st.missing_stack += weight;
 		return;
 	}
-	count_sample(s, &k, sf);
+	count_sample(s, &k, weight, sf);
+}
+
+static void on_proc(struct session *s, const struct tb_proc *r)
+{
+	struct target *t = target_of(s, r->pid), *parent, *child;
+
+	s->st.proc_events++;
+	switch (r->event) {
+	case TB_PROC_FORK:
+		parent = target_of(s, r->ppid);
+		if (!r->followed || !parent)
+			return;
+		child = calloc(1, sizeof(*child));
+		if (child && !target_fork(parent, (pid_t)r->pid, child) && !add_target(s, child))
+			return;
+		free(child);
+		return;
+	case TB_PROC_EXEC:
+		if (t)
+			end_target(s, t);
+		discover_later(s, (int32_t)r->pid, s->child == (int32_t)r->pid);
+		return;
+	case TB_PROC_EXIT:
+		if (t)
+			end_target(s, t);
+		return;
+	}
 }
 
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct session *s = ctx;
+	const struct tb_sample *smp = data;
 	uint32_t kind;
 
 	if (size < sizeof(kind)) {
@@ -93,11 +330,15 @@ static int on_record(void *ctx, void *data, size_t size)
 	}
 	memcpy(&kind, data, sizeof(kind));
 	if (kind == TB_REC_SAMPLE && size >= sizeof(struct tb_sample)) {
-		on_sample(s, data);
+		s->st.received++;
+		add_sample(s, smp->pid, smp->tid, smp->stack_id, smp->flags, smp->kstack,
+			   smp->weight);
 	} else if (kind == TB_REC_STACK) {
 		s->st.stacks++;
 		if (profile_add_stack(&s->prof, data, size) < 0)
 			s->st.bad_records++;
+	} else if (kind == TB_REC_PROC && size >= sizeof(struct tb_proc)) {
+		on_proc(s, data);
 	} else {
 		s->st.bad_records++;
 	}
@@ -110,12 +351,12 @@ static void flush_pending(struct session *s, int final)
 	size_t i, j = 0;
 
 	for (i = 0; i < s->npend; i++) {
-		const struct stack_frames *sf = profile_stack(&s->prof, s->pend[i].stack_id);
+		const struct stack_frames *sf = profile_stack(&s->prof, s->pend[i].k.stack_id);
 
 		if (sf)
-			count_sample(s, &s->pend[i], sf);
+			count_sample(s, &s->pend[i].k, s->pend[i].weight, sf);
 		else if (final)
-			s->st.missing_stack++;
+			s->st.missing_stack += s->pend[i].weight;
 		else
 			s->pend[j++] = s->pend[i];
 	}
@@ -150,16 +391,15 @@ int session_open_targets(struct session *s, const struct options *o)
 
 	memset(s, 0, sizeof(*s));
 	s->opt = o;
-	s->epfd = s->sigfd = -1;
+	s->epfd = s->sigfd = s->child_pidfd = s->child_gate = -1;
 	if (hmap_init(&s->by_pid, sizeof(uint32_t)) || profile_init(&s->prof) ||
-	    symbols_init(&s->sym)) {
+	    symbols_init(&s->sym) || hmap_init(&s->thread_names, sizeof(struct thread_key)) ||
+	    hmap_init(&s->refused, sizeof(uint32_t))) {
 		tb_error("startup: out of memory (free some memory)");
 		return TB_EXIT_RUNTIME;
 	}
 	for (i = 0; i < o->npids; i++) {
 		struct target *t = calloc(1, sizeof(*t));
-		uint32_t pid = (uint32_t)o->pids[i];
-		void **slot;
 
 		if (!t)
 			return TB_EXIT_RUNTIME;
@@ -170,22 +410,10 @@ int session_open_targets(struct session *s, const struct options *o)
 			free(t);
 			return TB_EXIT_RUNTIME;
 		}
-		t->id = s->ntargets;
-		s->targets[s->ntargets++] = t;
-		slot = hmap_put(&s->by_pid, &pid, NULL);
-		if (!slot)
+		if (add_target(s, t))
 			return TB_EXIT_RUNTIME;
-		*slot = (void *)(uintptr_t)(t->id + 1);
-		s->alive++;
 	}
 	return 0;
-}
-
-static int epoll_add(int epfd, int fd, uint64_t tag, uint32_t events)
-{
-	struct epoll_event ev = { .events = events, .data.u64 = tag };
-
-	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
 static int setup_loop(struct session *s)
@@ -216,10 +444,60 @@ static int setup_loop(struct session *s)
 	return 0;
 }
 
+/*
+ * -- CMD: fork now, exec only once sampling is on, so nothing it runs is
+ * missed. The child waits on a pipe; its exec is reported by the BPF side.
+ */
+static int spawn_child(struct session *s)
+{
+	int gate[2];
+	char c;
+	pid_t pid;
+
+	if (pipe2(gate, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		sigset_t none;
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		close(gate[1]);
+		if (read(gate[0], &c, 1) != 1)
+			_exit(127);
+		execvp(s->opt->cmd[0], s->opt->cmd);
+		fprintf(stderr, "tachyon-bpf: %s: %s (check the command)\n", s->opt->cmd[0],
+			strerror(errno));
+		_exit(127);
+	}
+	close(gate[0]);
+	s->child = pid;
+	s->child_gate = gate[1];
+	s->child_pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (s->child_pidfd >= 0)
+		epoll_add(s->epfd, s->child_pidfd, EV_CHILD, EPOLLIN);
+	return sampler_watch(&s->sampler, pid, s->opt->subprocesses);
+}
+
+static void release_child(struct session *s)
+{
+	if (s->child_gate < 0)
+		return;
+	if (write(s->child_gate, "g", 1) != 1)
+		tb_warn("%s: could not start the command: %s", s->opt->cmd[0], strerror(errno));
+	close(s->child_gate);
+	s->child_gate = -1;
+}
+
 int session_start(struct session *s)
 {
 	struct sampler_opts so = {
-		.event = s->opt->event, .freq = s->opt->freq,
+		.event = s->opt->event, .freq = s->opt->period ? 0 : s->opt->freq,
+		.period = s->opt->period, .mode = s->opt->mode,
+		.kernel_stacks = s->opt->kernel, .report_all_exec = s->opt->all_python,
 		.on_record = on_record, .ctx = s,
 	};
 	char err[512];
@@ -230,7 +508,8 @@ int session_start(struct session *s)
 		return TB_EXIT_RUNTIME;
 	}
 	for (i = 0; i < s->ntargets; i++) {
-		if (sampler_add(&s->sampler, s->targets[i]->pid, &s->targets[i]->layout.walk)) {
+		if (sampler_add(&s->sampler, s->targets[i]->pid, &s->targets[i]->layout.walk) ||
+		    sampler_watch(&s->sampler, s->targets[i]->pid, follow_children(s))) {
 			tb_error("BPF: cannot register pid %d: %s (too many processes?)",
 				 s->targets[i]->pid, strerror(errno));
 			return TB_EXIT_RUNTIME;
@@ -240,29 +519,40 @@ int session_start(struct session *s)
 		tb_error("event loop: %s (out of file descriptors?)", strerror(errno));
 		return TB_EXIT_RUNTIME;
 	}
+	if (s->opt->cmd && spawn_child(s)) {
+		tb_error("%s: cannot start the command: %s", s->opt->cmd[0], strerror(errno));
+		return TB_EXIT_RUNTIME;
+	}
 	if (sampler_attach(&s->sampler, &so, err, sizeof(err))) {
 		tb_error("perf events: %s", err);
 		return TB_EXIT_RUNTIME;
 	}
 	s->st.ncpus = s->sampler.nlinks;
+	if (s->opt->all_python)
+		scan_all(s);
+	release_child(s);
 	return 0;
 }
 
-static void target_exited(struct session *s, uint32_t idx)
+static void pid_exited(struct session *s, uint32_t idx)
 {
-	struct target *t = s->targets[idx];
-
-	if (t->exited)
+	if (idx >= s->ntargets || s->targets[idx]->exited)
 		return;
-	t->exited = 1;
-	epoll_ctl(s->epfd, EPOLL_CTL_DEL, t->pidfd, NULL);
-	/* Drain first: its last samples must find it in `by_pid`. */
+	/* Drain first: its last samples must still find it. */
 	sampler_consume(&s->sampler);
 	flush_pending(s, 0);
-	sampler_del(&s->sampler, t->pid);
-	tb_debug("pid %d exited", t->pid);
-	if (--s->alive == 0)
-		s->stop = STOP_TARGETS_EXITED;
+	sampler_del(&s->sampler, s->targets[idx]->pid);
+	tb_debug("pid %d exited", s->targets[idx]->pid);
+	end_target(s, s->targets[idx]);
+}
+
+static void child_exited(struct session *s)
+{
+	if (waitpid(s->child, &s->child_status, WNOHANG) <= 0)
+		return;
+	epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->child_pidfd, NULL);
+	tb_debug("command exited with status %d", s->child_status);
+	s->stop = STOP_TARGETS_EXITED;
 }
 
 static void read_signal(struct session *s)
@@ -279,6 +569,10 @@ static void handle(struct session *s, const struct epoll_event *ev)
 {
 	uint64_t tag = ev->data.u64;
 
+	if (tag == EV_CHILD) {
+		child_exited(s);
+		return;
+	}
 	switch (EV_KIND(tag)) {
 	case EV_RING:
 		break;	/* consumed below, every round */
@@ -289,32 +583,74 @@ static void handle(struct session *s, const struct epoll_event *ev)
 		s->stop = STOP_PIPE_CLOSED;
 		break;
 	default:
-		target_exited(s, (uint32_t)tag);
+		pid_exited(s, (uint32_t)tag);
 	}
 }
 
 static int poll_timeout(const struct session *s, double start)
 {
+	int ms = s->ndisc ? DISCOVER_MS : POLL_MS;
 	double left;
 
 	if (!s->opt->duration)
-		return POLL_MS;
+		return ms;
 	left = start + s->opt->duration - now_s();
 	if (left <= 0)
 		return 0;
-	return left * 1000 < POLL_MS ? (int)(left * 1000) + 1 : POLL_MS;
+	return left * 1000 < ms ? (int)(left * 1000) + 1 : ms;
+}
+
+/* Things that need a running interpreter: retried until they work. */
+static void refresh_targets(struct session *s)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->ntargets; i++) {
+		struct target *t = s->targets[i];
+
+		if (!t->exited && target_refresh(t))
+			sampler_add(&s->sampler, t->pid, &t->layout.walk);
+	}
+}
+
+static void check_stop(struct session *s, double start)
+{
+	if (s->opt->duration && now_s() - start >= s->opt->duration)
+		s->stop = STOP_DURATION;
+	/* -p: when every target (and any process being set up) is gone. */
+	if (!s->opt->all_python && !s->opt->cmd && !s->alive && !s->ndisc)
+		s->stop = STOP_TARGETS_EXITED;
+}
+
+/* Wall mode: threads still blocked at the end get their time too. */
+static void credit_offcpu(struct session *s)
+{
+	struct offcpu_left *v;
+	int i, n;
+
+	if (s->opt->mode != TB_MODE_WALL)
+		return;
+	n = sampler_offcpu_left(&s->sampler, &v);
+	for (i = 0; i < n; i++) {
+		if (!v[i].periods)
+			continue;
+		s->st.offcpu_final += v[i].periods;
+		add_sample(s, v[i].pid, v[i].tid, v[i].stack_id, v[i].flags, v[i].kstack,
+			   v[i].periods);
+	}
+	free(v);
 }
 
 void session_run(struct session *s)
 {
 	struct epoll_event ev[16];
-	double start = now_s();
+	double start = now_s(), last_refresh = start;
 	struct timespec wall;
 	int n, i;
 
 	clock_gettime(CLOCK_REALTIME, &wall);
 	s->st.start_unix = wall.tv_sec + wall.tv_nsec / 1e9;
-
+	check_stop(s, start);
 	while (!s->stop) {
 		n = epoll_wait(s->epfd, ev, 16, poll_timeout(s, start));
 		if (n < 0 && errno != EINTR) {
@@ -326,33 +662,99 @@ void session_run(struct session *s)
 			handle(s, &ev[i]);
 		sampler_consume(&s->sampler);
 		flush_pending(s, 0);
-		if (s->opt->duration && now_s() - start >= s->opt->duration)
-			s->stop = STOP_DURATION;
+		if (s->ndisc)
+			run_discovery(s);
+		if (s->opt->all_python && now_s() >= s->next_scan)
+			scan_all(s);
+		if (now_s() - last_refresh > 0.5) {
+			refresh_targets(s);
+			last_refresh = now_s();
+		}
+		check_stop(s, start);
 	}
 	/* Stop the events, then read what they left in the ring buffer. */
 	sampler_detach(&s->sampler);
 	s->st.seconds = now_s() - start;
 	sampler_consume(&s->sampler);
+	credit_offcpu(s);
 	flush_pending(s, 1);
 	sampler_counters(&s->sampler, s->st.bpf);
 	sampler_prog_stats(&s->sampler, &s->st.run_ns, &s->st.run_cnt);
 }
 
+static const char *thread_name(void *ctx, uint32_t target, uint32_t tid)
+{
+	struct session *s = ctx;
+	struct thread_key k = { target, tid };
+	void **slot = hmap_get(&s->thread_names, &k);
+
+	return slot ? *slot : NULL;
+}
+
+static int kernel_frames(void *ctx, int32_t kstack, const char **names, int max)
+{
+	struct session *s = ctx;
+	uint64_t ips[127];
+	int n, i, j;
+
+	if (!s->ksyms_loaded) {
+		s->ksyms_loaded = 1;
+		if (ksyms_load(&s->ksyms, "/proc/kallsyms"))
+			tb_warn("--kernel: /proc/kallsyms has no addresses; kernel frames show as [unknown]");
+	}
+	n = sampler_kstack(&s->sampler, kstack, ips, max < 127 ? max : 127);
+	for (i = 0, j = 0; i < n; i++) {
+		const char *name = ksyms_find(&s->ksyms, ips[i]);
+
+		/* Innermost first: our own program and the trampoline calling it. */
+		if (!j && name && (!strncmp(name, "bpf_", 4) || !strncmp(name, "__bpf_", 6)))
+			continue;
+		names[j++] = name ? name : "[unknown]";
+	}
+	return j;
+}
+
+int session_resolve(struct session *s, struct resolved *r)
+{
+	struct resolve_opts ro = {
+		.full_paths = s->opt->full_paths, .threads = s->opt->threads,
+		.gc_frames = s->opt->gc_frames,
+		.proc_root = s->opt->all_python || s->opt->subprocesses,
+		.show_pids = s->opt->show_pids,
+		.thread_name = thread_name, .kernel_frames = kernel_frames, .ctx = s,
+	};
+
+	return profile_resolve(&s->prof, s->targets, s->ntargets, &s->sym, &ro, r);
+}
+
 void session_close(struct session *s)
 {
+	size_t it = 0;
 	uint32_t i;
+	void **val;
 
+	if (s->child > 0 && !s->stop)
+		kill(s->child, SIGTERM);
 	sampler_close(&s->sampler);
 	for (i = 0; i < s->ntargets; i++) {
 		target_close(s->targets[i]);
 		free(s->targets[i]);
 	}
+	free(s->targets);
+	while (hmap_next(&s->thread_names, &it, NULL, &val))
+		free(*val);
+	hmap_free(&s->thread_names);
+	hmap_free(&s->refused);
 	symbols_free(&s->sym);
 	profile_free(&s->prof);
 	hmap_free(&s->by_pid);
+	ksyms_free(&s->ksyms);
 	free(s->pend);
+	free(s->disc);
 	if (s->epfd >= 0)
 		close(s->epfd);
 	if (s->sigfd >= 0)
 		close(s->sigfd);
+	if (s->child_pidfd >= 0)
+		close(s->child_pidfd);
 }

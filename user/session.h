@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include "cli.h"
 #include "hmap.h"
+#include "ksyms.h"
 #include "profile.h"
 #include "sampler.h"
 #include "symbols.h"
@@ -32,9 +33,25 @@ struct session_stats {
 	uint64_t unknown_pid;		/* samples of a process no longer tracked */
 	uint64_t missing_stack;		/* samples whose frames never arrived */
 	uint64_t bad_records;
+	uint64_t offcpu_final;		/* periods credited at the end (still blocked) */
+	uint64_t proc_events;
+	uint64_t processes;		/* targets profiled, all incarnations */
 	double seconds;
 	double start_unix;		/* wall clock at the start */
 	int ncpus;			/* online CPUs sampled */
+};
+
+/* A process we expect to become profilable (exec'd, forked, or starting). */
+struct discover {
+	int32_t pid;
+	int attempts;
+	double next_try;
+	int announce;			/* say why on stderr if it is not Python */
+};
+
+struct pend_sample {
+	struct agg_key k;
+	uint64_t weight;
 };
 
 struct session {
@@ -42,24 +59,37 @@ struct session {
 	struct sampler sampler;
 	struct profile prof;
 	struct symbols sym;
-	struct target *targets[CLI_MAX_PIDS];
-	uint32_t ntargets;
-	uint32_t alive;
-	struct hmap by_pid;		/* pid -> target index + 1 */
-	struct agg_key *pend;		/* samples waiting for their stack */
+	struct target **targets;	/* every incarnation ever profiled */
+	uint32_t ntargets, cap;
+	uint32_t alive;			/* targets still running */
+	struct hmap by_pid;		/* pid -> current target index + 1 */
+	struct hmap thread_names;	/* {target, tid} -> char * */
+	struct hmap refused;		/* pids already reported unsupported */
+	struct pend_sample *pend;	/* samples waiting for their stack */
 	size_t npend, pend_cap;
+	struct discover *disc;
+	size_t ndisc, disc_cap;
+	struct ksyms ksyms;
+	int ksyms_loaded;
+	int32_t child;			/* -- CMD: its pid; 0 if none */
+	int child_pidfd;
+	int child_gate;			/* write end: released once sampling is on */
+	int child_status;
 	int epfd, sigfd;
+	double next_scan;		/* --all-python: next /proc rescan */
 	enum stop_reason stop;
 	int signo;
 	struct session_stats st;
 };
 
-/* Open every target; on failure prints the one-line message, returns an exit code. */
+/* Find the first targets; on failure prints the one-line message, returns an exit code. */
 int session_open_targets(struct session *s, const struct options *o);
-/* Load and attach BPF; returns 0 or an exit code. */
+/* Load and attach BPF; start -- CMD. Returns 0 or an exit code. */
 int session_start(struct session *s);
 /* Run until a stop condition; then stop sampling and drain. */
 void session_run(struct session *s);
+/* The symbolized profile, with the options' extra frames. */
+int session_resolve(struct session *s, struct resolved *r);
 void session_close(struct session *s);
 
 #endif

@@ -98,6 +98,82 @@ static void find_status(struct target *t)
 	w->gc_addr = l->gc_collecting ? interp + l->gc_collecting : 0;
 }
 
+int target_refresh(struct target *t)
+{
+	uint64_t gil = t->layout.walk.gil_addr;
+
+	if (gil)
+		return 0;
+	find_status(t);
+	return t->layout.walk.gil_addr != gil;
+}
+
+static const char *base_name(const char *p)
+{
+	const char *slash = strrchr(p, '/');
+
+	return slash && slash[1] ? slash + 1 : p;
+}
+
+/* Interpreter options that take a value in the next argument. */
+static int takes_value(const char *opt)
+{
+	return !strcmp(opt, "-W") || !strcmp(opt, "-X") || !strcmp(opt, "--check-hash-based-pycs");
+}
+
+void target_name_from_cmdline(const char *cmdline, size_t len, char *out, size_t outlen)
+{
+	const char *arg = cmdline, *end = cmdline + len, *exe = cmdline;
+
+	snprintf(out, outlen, "%s", len ? base_name(exe) : "?");
+	for (arg += strnlen(arg, (size_t)(end - arg)) + 1; arg < end;
+	     arg += strnlen(arg, (size_t)(end - arg)) + 1) {
+		if (!strcmp(arg, "-m") || !strcmp(arg, "-c")) {
+			const char *next = arg + strlen(arg) + 1;
+
+			if (!strcmp(arg, "-c"))
+				snprintf(out, outlen, "%s -c", base_name(exe));
+			else if (next < end)
+				snprintf(out, outlen, "%s", next);
+			return;
+		}
+		if (arg[0] == '-' && arg[1] && arg[1] != '-' && strlen(arg) > 2 &&
+		    strchr("WX", arg[1]))
+			continue;	/* -Wdefault, -Xdev */
+		if (takes_value(arg)) {
+			arg += strlen(arg) + 1;
+			if (arg >= end)
+				return;
+			continue;
+		}
+		if (arg[0] == '-')
+			continue;
+		snprintf(out, outlen, "%s", base_name(arg));
+		return;
+	}
+}
+
+static void read_name(struct target *t)
+{
+	char path[64], buf[4096];
+	ssize_t n = -1;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", t->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	if (n <= 0) {
+		if (proc_comm(t->pid, 0, t->name, sizeof(t->name)))
+			snprintf(t->name, sizeof(t->name), "pid %d", t->pid);
+		return;
+	}
+	buf[n] = 0;
+	target_name_from_cmdline(buf, (size_t)n, t->name, sizeof(t->name));
+}
+
 static void read_cwd(struct target *t)
 {
 	char link[64];
@@ -145,10 +221,21 @@ int target_open(pid_t pid, unsigned flags, struct target *t, char *err, size_t e
 	t->start_time = proc_start_time(pid);
 	t->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	read_cwd(t);
+	read_name(t);
 	tb_debug("pid %d: Python %s, _PyRuntime 0x%llx in %s, layout from %s",
 		 pid, t->version, (unsigned long long)t->loc.runtime_addr,
 		 t->loc.path, t->layout.source);
 	return TARGET_OK;
+}
+
+int target_fork(const struct target *parent, pid_t pid, struct target *t)
+{
+	*t = *parent;
+	t->pid = pid;
+	t->exited = 0;
+	t->start_time = proc_start_time(pid);
+	t->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	return t->pidfd < 0 && errno == ESRCH ? TARGET_NO_PROCESS : TARGET_OK;
 }
 
 void target_close(struct target *t)

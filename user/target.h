@@ -21,6 +21,7 @@ struct target {
 	struct py_location loc;
 	struct py_layout layout; /* walk.runtime_addr/code_type_addr filled in */
 	char version[32];	/* "3.13.0" */
+	char name[64];		/* script or module, else executable: the root frame */
 	char cwd[PATH_MAX];	/* for shortening file names */
 	size_t cwd_len;
 };
@@ -39,5 +40,12 @@ enum target_err {
 int target_open(pid_t pid, unsigned layout_flags, struct target *t,
 		char *err, size_t errlen);
 void target_close(struct target *t);
+/* A copy of parent for a forked child (same image, same addresses). */
+int target_fork(const struct target *parent, pid_t pid, struct target *t);
+/* Retry what needs a running interpreter (GIL, GC addresses); 1 if it changed. */
+int target_refresh(struct target *t);
+/* The process's name as a stable root frame: `python3 -m http.server` ->
+ * "http.server", `python3 app/x.py` -> "x.py", else the executable's name. */
+void target_name_from_cmdline(const char *cmdline, size_t len, char *out, size_t outlen);
 
 #endif

@@ -30,7 +30,8 @@ def test_filenames(python):
     seen = {}
     for s in stacks:
         for f in s.frames:
-            seen.setdefault(f.name, set()).add(f.file)
+            if f.file is not None:       # markers/<unknown>: test_churn's concern
+                seen.setdefault(f.name, set()).add(f.file)
     for fn, want in sorted(expect.items()):
         got = seen.get(fn)
         if not got:
@@ -57,7 +58,8 @@ def test_filenames(python):
     seen = {}
     for s in stacks:
         for f in s.frames:
-            seen.setdefault(f.name, set()).add(f.file)
+            if f.file is not None:
+                seen.setdefault(f.name, set()).add(f.file)
     full = dict(files, main=info["main"], stdlib_user=info["main"])
     full["<module>"] = info["main"]
     for fn, want in sorted(full.items()):

@@ -5,6 +5,10 @@
 
 static const struct writer writers[] = {
 	{ "collapsed", ".folded .collapsed .txt", output_collapsed },
+	{ "svg", ".svg", output_svg },
+	{ "speedscope", ".speedscope.json .json", output_speedscope },
+	{ "pprof", ".pb.gz .pprof .pprof.gz", output_pprof },
+	{ "summary", ".summary .summary.txt", output_summary },
 };
 
 #define NR_WRITERS (sizeof(writers) / sizeof(writers[0]))
@@ -26,9 +30,11 @@ static int ends_with(const char *s, const char *end, size_t n)
 	return ls >= n && !strncmp(s + ls - n, end, n);
 }
 
+/* The longest matching ending wins: x.summary.txt is a summary, not collapsed. */
 const struct writer *writer_for_path(const char *path)
 {
-	size_t i;
+	const struct writer *best = NULL;
+	size_t i, best_len = 0;
 
 	for (i = 0; i < NR_WRITERS; i++) {
 		const char *e = writers[i].exts;
@@ -36,13 +42,15 @@ const struct writer *writer_for_path(const char *path)
 		while (*e) {
 			size_t n = strcspn(e, " ");
 
-			if (ends_with(path, e, n))
-				return &writers[i];
+			if (n > best_len && ends_with(path, e, n)) {
+				best = &writers[i];
+				best_len = n;
+			}
 			e += n;
 			e += *e == ' ';
 		}
 	}
-	return NULL;
+	return best;
 }
 
 const struct writer *writer_default(void)

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ksyms.h"
+
+static int cmp(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* Text symbols only: t/T (and w/W for weak functions). */
+static int is_text(char type)
+{
+	return type == 't' || type == 'T' || type == 'w' || type == 'W';
+}
+
+int ksyms_load(struct ksyms *k, const char *path)
+{
+	FILE *f = fopen(path, "re");
+	size_t cap = 0, ncap = 0, nlen = 0, i;
+	char line[512], name[256], type;
+	unsigned long long addr;
+
+	memset(k, 0, sizeof(*k));
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		size_t l;
+
+		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3 || !is_text(type) || !addr)
+			continue;
+		l = strlen(name) + 1;
+		if (k->n == cap) {
+			struct ksym *g = realloc(k->v, (cap = cap ? cap * 2 : 65536) * sizeof(*g));
+
+			if (!g)
+				break;
+			k->v = g;
+		}
+		if (nlen + l > ncap) {
+			char *g = realloc(k->names, ncap = (ncap + l) * 2);
+
+			if (!g)
+				break;
+			k->names = g;
+		}
+		memcpy(k->names + nlen, name, l);
+		k->v[k->n].addr = addr;
+		k->v[k->n].name = (char *)(uintptr_t)nlen;	/* an offset until names stop moving */
+		k->n++;
+		nlen += l;
+	}
+	fclose(f);
+	for (i = 0; i < k->n; i++)
+		k->v[i].name = k->names + (uintptr_t)k->v[i].name;
+	qsort(k->v, k->n, sizeof(*k->v), cmp);
+	return k->n ? 0 : -1;
+}
+
+const char *ksyms_find(const struct ksyms *k, uint64_t addr)
+{
+	size_t lo = 0, hi = k->n;
+
+	if (!k->n || addr < k->v[0].addr)
+		return NULL;
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+
+		if (k->v[mid].addr <= addr)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return k->v[lo].name;
+}
+
+void ksyms_free(struct ksyms *k)
+{
+	free(k->v);
+	free(k->names);
+	memset(k, 0, sizeof(*k));
+}

@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Helpers the writers share: sticky-error output, escaping, function table. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "output/emit.h"
+
+void emit_init(struct emit *e, FILE *f)
+{
+	e->f = f;
+	e->err = 0;
+}
+
+/* stdio sets errno on a failed write; keep the first one. */
+static void emit_failed(struct emit *e)
+{
+	if (!e->err)
+		e->err = errno ? errno : EIO;
+}
+
+void emit_printf(struct emit *e, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (e->err)
+		return;
+	va_start(ap, fmt);
+	n = vfprintf(e->f, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		emit_failed(e);
+}
+
+void emit_write(struct emit *e, const void *p, size_t n)
+{
+	if (e->err || !n)
+		return;
+	if (fwrite(p, 1, n, e->f) != n)
+		emit_failed(e);
+}
+
+void emit_str(struct emit *e, const char *s)
+{
+	emit_write(e, s, strlen(s));
+}
+
+int emit_done(struct emit *e)
+{
+	if (!e->err && fflush(e->f))
+		emit_failed(e);
+	if (!e->err)
+		return 0;
+	errno = e->err;
+	return -1;
+}
+
+static int is_cont(unsigned char c)
+{
+	return (c & 0xc0) == 0x80;
+}
+
+size_t utf8_next(const char *str, uint32_t *cp)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	uint32_t c = s[0];
+
+	*cp = 0xfffd;
+	if (!c)
+		return 0;
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	}
+	if (c >= 0xc2 && c <= 0xdf && is_cont(s[1])) {
+		*cp = (c & 0x1f) << 6 | (s[1] & 0x3f);
+		return 2;
+	}
+	if (c >= 0xe0 && c <= 0xef && is_cont(s[1]) && is_cont(s[2])) {
+		c = (c & 0x0f) << 12 | (uint32_t)(s[1] & 0x3f) << 6 | (s[2] & 0x3f);
+		if (c < 0x800 || (c >= 0xd800 && c <= 0xdfff))
+			return 1;
+		*cp = c;
+		return 3;
+	}
+	if (c >= 0xf0 && c <= 0xf4 && is_cont(s[1]) && is_cont(s[2]) && is_cont(s[3])) {
+		c = (c & 0x07) << 18 | (uint32_t)(s[1] & 0x3f) << 12 |
+		    (uint32_t)(s[2] & 0x3f) << 6 | (s[3] & 0x3f);
+		if (c < 0x10000 || c > 0x10ffff)
+			return 1;
+		*cp = c;
+		return 4;
+	}
+	return 1;
+}
+
+static const char replacement[] = "\xef\xbf\xbd";
+
+/* Whether the n bytes at s are exactly the code point they encode. */
+static int intact(const char *s, size_t n, uint32_t cp)
+{
+	return cp != 0xfffd || (n == 3 && !memcmp(s, replacement, 3));
+}
+
+void emit_text(struct emit *e, const char *s)
+{
+	const char *run = s, *rep;
+	uint32_t cp;
+	size_t n;
+
+	while ((n = utf8_next(s, &cp))) {
+		if (cp < 0x20 || cp == 0x7f)
+			rep = " ";
+		else if (!intact(s, n, cp))
+			rep = replacement;
+		else
+			rep = NULL;
+		if (rep) {
+			emit_write(e, run, (size_t)(s - run));
+			emit_str(e, rep);
+			run = s + n;
+		}
+		s += n;
+	}
+	emit_write(e, run, (size_t)(s - run));
+}
+
+/*
+ * XML 1.0 forbids C0 controls (even as references) and U+FFFE/U+FFFF;
+ * controls become spaces, as in collapsed output.
+ */
+void emit_xml(struct emit *e, const char *s)
+{
+	const char *run = s, *rep;
+	uint32_t cp;
+	size_t n;
+
+	while ((n = utf8_next(s, &cp))) {
+		switch (cp) {
+		case '&': rep = "&amp;"; break;
+		case '<': rep = "&lt;"; break;
+		case '>': rep = "&gt;"; break;
+		case '"': rep = "&quot;"; break;
+		case '\'': rep = "&#39;"; break;
+		case 0xfffe: case 0xffff: rep = replacement; break;
+		default:
+			if (cp < 0x20 || cp == 0x7f)
+				rep = " ";
+			else if (!intact(s, n, cp))
+				rep = replacement;
+			else
+				rep = NULL;
+		}
+		if (rep) {
+			emit_write(e, run, (size_t)(s - run));
+			emit_str(e, rep);
+			run = s + n;
+		}
+		s += n;
+	}
+	emit_write(e, run, (size_t)(s - run));
+}
+
+void emit_json(struct emit *e, const char *s)
+{
+	const char *run = s, *rep;
+	char esc[8];
+	uint32_t cp;
+	size_t n;
+
+	emit_write(e, "\"", 1);
+	while ((n = utf8_next(s, &cp))) {
+		switch (cp) {
+		case '"': rep = "\\\""; break;
+		case '\\': rep = "\\\\"; break;
+		case '\n': rep = "\\n"; break;
+		case '\t': rep = "\\t"; break;
+		case '\r': rep = "\\r"; break;
+		default:
+			if (cp < 0x20) {
+				snprintf(esc, sizeof(esc), "\\u%04x", cp);
+				rep = esc;
+			} else if (!intact(s, n, cp)) {
+				rep = replacement;
+			} else {
+				rep = NULL;
+			}
+		}
+		if (rep) {
+			emit_write(e, run, (size_t)(s - run));
+			emit_str(e, rep);
+			run = s + n;
+		}
+		s += n;
+	}
+	emit_write(e, run, (size_t)(s - run));
+	emit_write(e, "\"", 1);
+}
+
+int frame_is_marker(const struct rframe *f)
+{
+	return !f->file[0];
+}
+
+int resolved_check(const struct resolved *r)
+{
+	size_t i;
+	uint32_t j;
+
+	for (i = 0; i < r->nsamples; i++) {
+		const struct rsample *s = &r->samples[i];
+
+		if (s->proc >= r->nprocs && r->nprocs)
+			goto bad;
+		for (j = 0; j < s->depth; j++) {
+			const struct rframe *f = s->frames[j];
+
+			if (f->id >= r->nframes || r->frames[f->id] != f)
+				goto bad;
+		}
+	}
+	return 0;
+bad:
+	errno = EINVAL;
+	return -1;
+}
+
+static int cmp_func(const void *a, const void *b)
+{
+	const struct rframe *x = *(const struct rframe *const *)a;
+	const struct rframe *y = *(const struct rframe *const *)b;
+	int c = strcmp(x->name, y->name);
+
+	if (c)
+		return c;
+	c = strcmp(x->file, y->file);
+	if (c)
+		return c;
+	if (x->firstlineno != y->firstlineno)
+		return x->firstlineno < y->firstlineno ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int same_func(const struct rframe *x, const struct rframe *y)
+{
+	return x->firstlineno == y->firstlineno && !strcmp(x->name, y->name) &&
+	       !strcmp(x->file, y->file);
+}
+
+/*
+ * Sorting groups the frames of one function together: the first line keeps
+ * two functions apart that share a name in one file (lambdas, redefinitions).
+ */
+int funcs_build(const struct resolved *r, struct func_table *ft)
+{
+	const struct rframe **sorted;
+	size_t i;
+
+	memset(ft, 0, sizeof(*ft));
+	sorted = malloc((r->nframes + 1) * sizeof(*sorted));
+	ft->of_frame = malloc((r->nframes + 1) * sizeof(*ft->of_frame));
+	ft->funcs = malloc((r->nframes + 1) * sizeof(*ft->funcs));
+	if (!sorted || !ft->of_frame || !ft->funcs) {
+		free(sorted);
+		funcs_free(ft);
+		errno = ENOMEM;
+		return -1;
+	}
+	for (i = 0; i < r->nframes; i++)
+		sorted[i] = r->frames[i];
+	qsort(sorted, r->nframes, sizeof(*sorted), cmp_func);
+	for (i = 0; i < r->nframes; i++) {
+		if (!ft->n || !same_func(ft->funcs[ft->n - 1], sorted[i]))
+			ft->funcs[ft->n++] = sorted[i];
+		ft->of_frame[sorted[i]->id] = (uint32_t)(ft->n - 1);
+	}
+	free(sorted);
+	return 0;
+}
+
+void funcs_free(struct func_table *ft)
+{
+	free(ft->of_frame);
+	free(ft->funcs);
+	memset(ft, 0, sizeof(*ft));
+}
+
+static int cmp_label(const void *a, const void *b)
+{
+	const struct rframe *x = *(const struct rframe *const *)a;
+	const struct rframe *y = *(const struct rframe *const *)b;
+	int c = strcmp(x->name, y->name);
+
+	if (c)
+		return c;
+	c = strcmp(x->file, y->file);
+	if (c)
+		return c;
+	return x->line < y->line ? -1 : x->line > y->line;
+}
+
+uint32_t *frames_rank(const struct resolved *r)
+{
+	const struct rframe **sorted = malloc((r->nframes + 1) * sizeof(*sorted));
+	uint32_t *rank = malloc((r->nframes + 1) * sizeof(*rank));
+	size_t i;
+
+	if (!sorted || !rank) {
+		free(sorted);
+		free(rank);
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (i = 0; i < r->nframes; i++)
+		sorted[i] = r->frames[i];
+	qsort(sorted, r->nframes, sizeof(*sorted), cmp_label);
+	for (i = 0; i < r->nframes; i++)
+		rank[sorted[i]->id] = (uint32_t)i;
+	free(sorted);
+	return rank;
+}

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * speedscope's file format (https://www.speedscope.app/file-format-schema.json):
+ * the frames once in shared.frames, then one "sampled" profile per
+ * (process, thread) whose samples are frame-index arrays, root first, and
+ * whose weights are the sample counts (unit "none"), so every format of one
+ * run adds up to the same total.
+ *
+ * Samples carry no time order here (they are aggregated), so each profile
+ * lists its stacks sorted by frame label: speedscope's "Time Order" view
+ * then shows a flame chart with equal prefixes side by side.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "output.h"
+#include "output/emit.h"
+
+struct order {
+	const struct resolved *r;
+	const uint32_t *rank;
+};
+
+static int32_t sample_pid(const struct resolved *r, const struct rsample *s)
+{
+	return s->proc < r->nprocs ? r->procs[s->proc].pid : 0;
+}
+
+static int cmp_stack(const struct rsample *x, const struct rsample *y, const uint32_t *rank)
+{
+	uint32_t i, n = x->depth < y->depth ? x->depth : y->depth;
+
+	for (i = 0; i < n; i++) {
+		uint32_t a = rank[x->frames[i]->id], b = rank[y->frames[i]->id];
+
+		if (a != b)
+			return a < b ? -1 : 1;
+	}
+	return x->depth < y->depth ? -1 : x->depth > y->depth;
+}
+
+static int cmp_sample(const void *a, const void *b, void *arg)
+{
+	const struct order *o = arg;
+	const struct rsample *x = &o->r->samples[*(const size_t *)a];
+	const struct rsample *y = &o->r->samples[*(const size_t *)b];
+	int32_t px = sample_pid(o->r, x), py = sample_pid(o->r, y);
+
+	if (x->proc != y->proc)
+		return px != py ? (px < py ? -1 : 1) : (x->proc < y->proc ? -1 : 1);
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return cmp_stack(x, y, o->rank);
+}
+
+static void frames(struct emit *e, const struct resolved *r)
+{
+	size_t i;
+
+	emit_str(e, "\"shared\":{\"frames\":[");
+	for (i = 0; i < r->nframes; i++) {
+		const struct rframe *f = r->frames[i];
+
+		emit_str(e, i ? ",\n{\"name\":" : "\n{\"name\":");
+		emit_json(e, f->name);
+		if (!frame_is_marker(f)) {
+			emit_str(e, ",\"file\":");
+			emit_json(e, f->file);
+			emit_printf(e, ",\"line\":%d", f->line);
+		}
+		emit_str(e, "}");
+	}
+	emit_str(e, "]},\n");
+}
+
+static void profile_name(struct emit *e, const struct resolved *r, const struct rsample *s)
+{
+	char buf[128];
+
+	if (s->proc < r->nprocs)
+		snprintf(buf, sizeof(buf), "pid %d (Python %s) tid %u", r->procs[s->proc].pid,
+			 r->procs[s->proc].version, s->tid);
+	else
+		snprintf(buf, sizeof(buf), "tid %u", s->tid);
+	emit_json(e, buf);
+}
+
+/* One profile: the samples idx[0..n), all of one process and thread. */
+static void profile(struct emit *e, const struct resolved *r, const size_t *idx, size_t n)
+{
+	uint64_t sum = 0;
+	size_t i;
+	uint32_t j;
+
+	for (i = 0; i < n; i++)
+		sum += r->samples[idx[i]].count;
+	emit_str(e, "{\"type\":\"sampled\",\"name\":");
+	profile_name(e, r, &r->samples[idx[0]]);
+	emit_printf(e, ",\"unit\":\"none\",\"startValue\":0,\"endValue\":%" PRIu64 ",\n\"samples\":[",
+		    sum);
+	for (i = 0; i < n; i++) {
+		const struct rsample *s = &r->samples[idx[i]];
+
+		emit_str(e, i ? ",\n[" : "\n[");
+		for (j = 0; j < s->depth; j++)
+			emit_printf(e, j ? ",%u" : "%u", s->frames[j]->id);
+		emit_str(e, "]");
+	}
+	emit_str(e, "],\n\"weights\":[");
+	for (i = 0; i < n; i++)
+		emit_printf(e, i ? ",%" PRIu64 : "%" PRIu64, r->samples[idx[i]].count);
+	emit_str(e, "]}");
+}
+
+static void profiles(struct emit *e, const struct resolved *r, const size_t *idx)
+{
+	size_t i, start = 0, nprof = 0;
+
+	emit_str(e, "\"profiles\":[");
+	for (i = 1; i <= r->nsamples; i++) {
+		const struct rsample *a = &r->samples[idx[start]];
+		const struct rsample *b = i < r->nsamples ? &r->samples[idx[i]] : NULL;
+
+		if (b && b->proc == a->proc && b->tid == a->tid)
+			continue;
+		if (nprof++)
+			emit_str(e, ",\n");
+		profile(e, r, idx + start, i - start);
+		start = i;
+	}
+	/* speedscope refuses a file without profiles: say there was nothing. */
+	if (!r->nsamples)
+		emit_str(e, "{\"type\":\"sampled\",\"name\":\"no samples\",\"unit\":\"none\","
+			 "\"startValue\":0,\"endValue\":0,\"samples\":[],\"weights\":[]}");
+	emit_str(e, "]");
+}
+
+int output_speedscope(FILE *out, const struct resolved *r)
+{
+	struct order o = { .r = r };
+	struct emit e;
+	char name[128];
+	size_t *idx, i;
+
+	if (resolved_check(r))
+		return -1;
+	o.rank = frames_rank(r);
+	idx = malloc((r->nsamples + 1) * sizeof(*idx));
+	if (!o.rank || !idx) {
+		free((void *)o.rank);
+		free(idx);
+		errno = ENOMEM;
+		return -1;
+	}
+	for (i = 0; i < r->nsamples; i++)
+		idx[i] = i;
+	qsort_r(idx, r->nsamples, sizeof(*idx), cmp_sample, &o);
+
+	emit_init(&e, out);
+	emit_str(&e, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n");
+	snprintf(name, sizeof(name), "tachyon-bpf: %s at %" PRIu64 " Hz, %.1f s",
+		 r->event ? r->event : "samples", r->freq, r->duration_s);
+	emit_str(&e, "\"name\":");
+	emit_json(&e, name);
+	emit_str(&e, ",\"exporter\":\"tachyon-bpf\",\"activeProfileIndex\":0,\n");
+	frames(&e, r);
+	profiles(&e, r, idx);
+	emit_str(&e, "}\n");
+	free((void *)o.rank);
+	free(idx);
+	return emit_done(&e);
+}

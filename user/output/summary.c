@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Top functions, like pstats: lines of one function merged, self = samples
+ * with the function as leaf, total = samples with it anywhere on the stack,
+ * counted once per sample however deep it recurses.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "output.h"
+#include "output/emit.h"
+
+#define SUMMARY_TOP 30
+
+struct fstat {
+	uint64_t self;
+	uint64_t total;
+	size_t last;		/* 1 + index of the last sample that counted in total */
+	uint32_t func;
+};
+
+static void count_sample(struct fstat *st, const struct func_table *ft,
+			 const struct rsample *s, size_t stamp)
+{
+	uint32_t j;
+
+	if (!s->depth)
+		return;
+	st[ft->of_frame[s->frames[s->depth - 1]->id]].self += s->count;
+	for (j = 0; j < s->depth; j++) {
+		struct fstat *f = &st[ft->of_frame[s->frames[j]->id]];
+
+		if (f->last == stamp)
+			continue;
+		f->last = stamp;
+		f->total += s->count;
+	}
+}
+
+static int cmp_fstat(const void *a, const void *b)
+{
+	const struct fstat *x = a, *y = b;
+
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return x->func < y->func ? -1 : x->func > y->func;
+}
+
+static double pct(uint64_t n, uint64_t total)
+{
+	return total ? 100.0 * (double)n / (double)total : 0.0;
+}
+
+static void header(struct emit *e, const struct resolved *r)
+{
+	size_t i;
+
+	emit_printf(e, "# %" PRIu64 " samples in %.1f s (%s, %" PRIu64 " Hz)",
+		    r->total, r->duration_s, r->event ? r->event : "samples", r->freq);
+	for (i = 0; i < r->nprocs && i < 4; i++)
+		emit_printf(e, "%s pid %d (Python %s)", i ? "," : ";", r->procs[i].pid,
+			    r->procs[i].version);
+	if (r->nprocs > 4)
+		emit_printf(e, " and %zu more processes", r->nprocs - 4);
+	emit_str(e, "\n");
+	emit_printf(e, "%7s %7s %9s %9s  %s\n", "self%", "total%", "self", "total",
+		    "function (file:firstline)");
+}
+
+static void row(struct emit *e, const struct resolved *r, const struct fstat *f,
+		const struct rframe *fr)
+{
+	emit_printf(e, "%6.2f%% %6.2f%% %9" PRIu64 " %9" PRIu64 "  ", pct(f->self, r->total),
+		    pct(f->total, r->total), f->self, f->total);
+	emit_text(e, fr->name);
+	if (!frame_is_marker(fr)) {
+		emit_str(e, " (");
+		emit_text(e, fr->file);
+		emit_printf(e, ":%d)", fr->firstlineno);
+	}
+	emit_str(e, "\n");
+}
+
+int output_summary(FILE *out, const struct resolved *r)
+{
+	struct func_table ft;
+	struct fstat *st;
+	struct emit e;
+	uint64_t rest = 0;
+	size_t i;
+
+	if (resolved_check(r) || funcs_build(r, &ft))
+		return -1;
+	st = calloc(ft.n + 1, sizeof(*st));
+	if (!st) {
+		funcs_free(&ft);
+		errno = ENOMEM;
+		return -1;
+	}
+	for (i = 0; i < ft.n; i++)
+		st[i].func = (uint32_t)i;
+	for (i = 0; i < r->nsamples; i++)
+		count_sample(st, &ft, &r->samples[i], i + 1);
+	qsort(st, ft.n, sizeof(*st), cmp_fstat);
+
+	emit_init(&e, out);
+	header(&e, r);
+	for (i = 0; i < ft.n; i++) {
+		if (i < SUMMARY_TOP)
+			row(&e, r, &st[i], ft.funcs[st[i].func]);
+		else
+			rest += st[i].self;
+	}
+	if (ft.n > SUMMARY_TOP)
+		emit_printf(&e, "# %zu more functions with %.2f%% self\n", ft.n - SUMMARY_TOP,
+			    pct(rest, r->total));
+	free(st);
+	funcs_free(&ft);
+	return emit_done(&e);
+}

@@ -1,0 +1,487 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * A self-contained interactive flame graph (root at the bottom), in the
+ * manner of flamegraph.pl: one <g> per frame with a <title> (the tooltip),
+ * a <rect> sized by its sample count and a <text> label; inline CSS and
+ * JavaScript add details on hover, click to zoom, and regex search
+ * (Ctrl-F or the Search button, or ?s=REGEX in the URL) with the matched
+ * share of all samples.
+ *
+ * Stacks merge by frame label, "name (file:line)", as in collapsed output
+ * and py-spy's SVG: the same function called from two lines of its caller
+ * is two frames. Siblings are sorted by label, so equal runs line up.
+ * Frames narrower than MIN_WIDTH pixels are left out (their samples still
+ * count in every parent's width), which keeps huge profiles small.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "hmap.h"
+#include "output.h"
+#include "output/emit.h"
+
+#define IMAGE_WIDTH	1200
+#define XPAD		10
+#define FRAME_HEIGHT	16
+#define FONT_SIZE	12
+#define FONT_WIDTH	0.59	/* average glyph width, in units of FONT_SIZE */
+#define TOP_PAD		64	/* title, subtitle, buttons */
+#define BOTTOM_PAD	32	/* details and matched lines */
+#define MIN_WIDTH	0.1	/* pixels */
+#define TEXT_MAX	1024	/* bytes of a label that can fit IMAGE_WIDTH */
+#define NO_FRAME	UINT32_MAX
+
+struct node {
+	uint64_t total;		/* samples in this frame and below */
+	uint64_t x;		/* samples left of it, from the root's left edge */
+	uint32_t frame;		/* rframe id; NO_FRAME for the root */
+	uint32_t parent;
+	uint32_t depth;
+	uint32_t child0;	/* first child in flame.kids */
+	uint32_t nkids;
+};
+
+struct edge_key {
+	uint32_t parent;
+	uint32_t frame;
+};
+
+struct flame {
+	const struct resolved *r;
+	struct node *v;
+	size_t n;
+	size_t cap;
+	struct hmap edges;	/* (parent, frame) -> node index + 1 */
+	uint32_t *kids;		/* children of each node, sorted by label */
+	uint32_t *rank;		/* frame id -> position in label order */
+};
+
+static int flame_node(struct flame *fl, uint32_t parent, uint32_t frame, uint32_t *out)
+{
+	struct edge_key k = { parent, frame };
+	struct node *nv;
+	void **slot;
+	int added;
+
+	slot = hmap_put(&fl->edges, &k, &added);
+	if (!slot)
+		return -1;
+	if (!added) {
+		*out = (uint32_t)((uintptr_t)*slot - 1);
+		return 0;
+	}
+	if (fl->n == fl->cap) {
+		fl->cap = fl->cap ? fl->cap * 2 : 1024;
+		nv = realloc(fl->v, fl->cap * sizeof(*nv));
+		if (!nv) {
+			hmap_del(&fl->edges, &k);
+			return -1;
+		}
+		fl->v = nv;
+	}
+	memset(&fl->v[fl->n], 0, sizeof(fl->v[0]));
+	fl->v[fl->n].frame = frame;
+	fl->v[fl->n].parent = parent;
+	fl->v[fl->n].depth = fl->v[parent].depth + 1;
+	*slot = (void *)(uintptr_t)(fl->n + 1);
+	*out = (uint32_t)fl->n++;
+	return 0;
+}
+
+/* Add every sample along its path from the root; nodes come after their parents. */
+static int flame_merge(struct flame *fl)
+{
+	const struct resolved *r = fl->r;
+	uint32_t node, j;
+	size_t i;
+
+	fl->cap = 1024;
+	fl->v = calloc(fl->cap, sizeof(*fl->v));
+	if (!fl->v)
+		return -1;
+	fl->v[0].frame = NO_FRAME;
+	fl->n = 1;
+	for (i = 0; i < r->nsamples; i++) {
+		const struct rsample *s = &r->samples[i];
+
+		node = 0;
+		fl->v[0].total += s->count;
+		for (j = 0; j < s->depth; j++) {
+			if (flame_node(fl, node, s->frames[j]->id, &node))
+				return -1;
+			fl->v[node].total += s->count;
+		}
+	}
+	return 0;
+}
+
+static int cmp_kids(const void *a, const void *b, void *arg)
+{
+	const struct flame *fl = arg;
+	uint32_t x = fl->rank[fl->v[*(const uint32_t *)a].frame];
+	uint32_t y = fl->rank[fl->v[*(const uint32_t *)b].frame];
+
+	return x < y ? -1 : x > y;
+}
+
+/* Children lists (by counting), sorted by label; then x offsets, parents first. */
+static int flame_layout(struct flame *fl)
+{
+	uint32_t i, k, fill;
+	uint64_t x;
+
+	fl->kids = malloc(fl->n * sizeof(*fl->kids));
+	if (!fl->kids)
+		return -1;
+	for (i = 1; i < fl->n; i++)
+		fl->v[fl->v[i].parent].nkids++;
+	for (i = 0, fill = 0; i < fl->n; i++) {
+		fl->v[i].child0 = fill;
+		fill += fl->v[i].nkids;
+		fl->v[i].nkids = 0;
+	}
+	for (i = 1; i < fl->n; i++) {
+		struct node *p = &fl->v[fl->v[i].parent];
+
+		fl->kids[p->child0 + p->nkids++] = i;
+	}
+	for (i = 0; i < fl->n; i++) {
+		struct node *p = &fl->v[i];
+
+		qsort_r(fl->kids + p->child0, p->nkids, sizeof(*fl->kids), cmp_kids, fl);
+		for (k = 0, x = p->x; k < p->nkids; k++) {
+			fl->v[fl->kids[p->child0 + k]].x = x;
+			x += fl->v[fl->kids[p->child0 + k]].total;
+		}
+	}
+	return 0;
+}
+
+static void flame_free(struct flame *fl)
+{
+	free(fl->v);
+	free(fl->kids);
+	free(fl->rank);
+	hmap_free(&fl->edges);
+}
+
+/* Warm and deterministic per function name; grey for made-up frames. */
+static void frame_color(const struct rframe *f, char *out, size_t len)
+{
+	uint64_t h;
+
+	if (!f || frame_is_marker(f)) {
+		snprintf(out, len, f ? "rgb(176,176,176)" : "rgb(236,170,90)");
+		return;
+	}
+	h = hash_bytes(f->name, strlen(f->name));
+	snprintf(out, len, "rgb(%u,%u,%u)", 205 + (unsigned)(h & 0xff) * 50 / 255,
+		 60 + (unsigned)(h >> 8 & 0xff) * 170 / 255, (unsigned)(h >> 16 & 0xff) * 55 / 255);
+}
+
+/* "name (file:line)", or the bare name of a marker frame. */
+static void frame_label(const struct rframe *f, char *out, size_t len)
+{
+	if (!f)
+		snprintf(out, len, "all");
+	else if (frame_is_marker(f))
+		snprintf(out, len, "%s", f->name);
+	else
+		snprintf(out, len, "%s (%s:%d)", f->name, f->file, f->line);
+}
+
+/* Bytes of the first n glyphs of s (fewer if s is shorter), at most max. */
+static size_t glyphs(const char *s, size_t n, size_t max)
+{
+	size_t pos = 0, step;
+	uint32_t cp;
+
+	while (n-- && (step = utf8_next(s + pos, &cp)) && pos + step <= max)
+		pos += step;
+	return pos;
+}
+
+/* As much of label as fits width pixels, ".." marking a cut; "" under 3 glyphs. */
+static void fit_text(const char *label, double width, char *out, size_t len)
+{
+	size_t fit = (size_t)(width / (FONT_SIZE * FONT_WIDTH)), pos;
+
+	out[0] = 0;
+	if (fit < 3)
+		return;
+	pos = glyphs(label, fit, len - 3);
+	if (!label[pos]) {
+		memcpy(out, label, pos + 1);
+		return;
+	}
+	pos = glyphs(label, fit - 2, len - 3);
+	memcpy(out, label, pos);
+	memcpy(out + pos, "..", 3);
+}
+
+static double pct(uint64_t n, uint64_t total)
+{
+	return total ? 100.0 * (double)n / (double)total : 100.0;
+}
+
+static void frame_g(struct emit *e, const struct flame *fl, const struct node *nd,
+		    double scale, int height)
+{
+	const struct rframe *f = nd->frame == NO_FRAME ? NULL : fl->r->frames[nd->frame];
+	double x = XPAD + (double)nd->x * scale;
+	double w = nd->frame == NO_FRAME ? IMAGE_WIDTH - 2 * XPAD : (double)nd->total * scale;
+	int y = height - BOTTOM_PAD - (int)(nd->depth + 1) * FRAME_HEIGHT;
+	char label[8192], text[TEXT_MAX], color[32];
+
+	frame_label(f, label, sizeof(label));
+	fit_text(label, w - 6, text, sizeof(text));
+	frame_color(f, color, sizeof(color));
+	emit_str(e, "<g class=\"f\"><title>");
+	if (f && !frame_is_marker(f)) {
+		emit_xml(e, f->name);
+		emit_str(e, " (");
+		emit_xml(e, f->file);
+		emit_printf(e, ":%d)", f->line);
+	} else {
+		emit_xml(e, label);
+	}
+	emit_printf(e, "\n%" PRIu64 " samples (%.2f%%)</title>", nd->total,
+		    pct(nd->total, fl->v[0].total));
+	emit_printf(e, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\"/>",
+		    x, y, w, FRAME_HEIGHT - 1, color);
+	emit_printf(e, "<text x=\"%.2f\" y=\"%d\">", x + 3, y + FRAME_HEIGHT - 5);
+	emit_xml(e, text);
+	emit_str(e, "</text></g>\n");
+}
+
+static const char svg_style[] =
+	"<style type=\"text/css\">\n"
+	"text { font-family: Verdana, sans-serif; font-size: 12px; fill: #000; }\n"
+	"#title { font-size: 17px; text-anchor: middle; }\n"
+	"#subtitle { fill: #555; text-anchor: middle; }\n"
+	"#frames text { pointer-events: none; }\n"
+	"#frames rect { rx: 2px; ry: 2px; }\n"
+	".f { cursor: pointer; }\n"
+	".f:hover rect { stroke: #000; stroke-width: 0.5; }\n"
+	".btn { cursor: pointer; fill: #1a4f9c; }\n"
+	".btn:hover { text-decoration: underline; }\n"
+	".hide { display: none; }\n"
+	".parent { opacity: 0.5; }\n"
+	"</style>\n";
+
+/*
+ * Frames are read back from the DOM, so the script carries no data. Labels
+ * come from each <title>'s first line, counts from its second.
+ */
+static const char svg_script[] =
+	"<script type=\"text/ecmascript\"><![CDATA[\n"
+	"'use strict';\n"
+	"var W = 1200, XPAD = 10, GLYPH = 12 * 0.59, EPS = 0.02, MARK = 'rgb(230,0,230)';\n"
+	"var F = [], root = null, zoomed = null, searching = null;\n"
+	"var details, matched, unzoomBtn, searchBtn;\n"
+	"function $(id) { return document.getElementById(id); }\n"
+	"function fit(label, w) {\n"
+	"  var n = Math.floor((w - 6) / GLYPH), cs;\n"
+	"  if (n < 3) return '';\n"
+	"  cs = Array.from(label);\n"
+	"  return cs.length <= n ? label : cs.slice(0, n - 2).join('') + '..';\n"
+	"}\n"
+	"function place(o, x, w) {\n"
+	"  o.r.setAttribute('x', x.toFixed(2));\n"
+	"  o.r.setAttribute('width', w.toFixed(2));\n"
+	"  o.t.setAttribute('x', (x + 3).toFixed(2));\n"
+	"  o.t.textContent = fit(o.label, w);\n"
+	"}\n"
+	"function pct(n) { return (root.n ? 100 * n / root.n : 0).toFixed(2) + '%'; }\n"
+	"function frameOf(ev) {\n"
+	"  var g = ev.target.closest ? ev.target.closest('g.f') : null;\n"
+	"  return g ? g.tb : null;\n"
+	"}\n"
+	"function zoom(f) {\n"
+	"  var scale, full = W - 2 * XPAD;\n"
+	"  if (f === root) return unzoom();\n"
+	"  zoomed = f;\n"
+	"  unzoomBtn.classList.remove('hide');\n"
+	"  scale = full / f.w;\n"
+	"  F.forEach(function (o) {\n"
+	"    var show = false, x = 0, w = 0, parent = false;\n"
+	"    if (o.y > f.y) {\n"
+	"      if (o.x <= f.x + EPS && o.x + o.w >= f.x + f.w - EPS) {\n"
+	"        show = parent = true; x = XPAD; w = full;\n"
+	"      }\n"
+	"    } else if (o.x >= f.x - EPS && o.x + o.w <= f.x + f.w + EPS) {\n"
+	"      show = true; x = XPAD + (o.x - f.x) * scale; w = o.w * scale;\n"
+	"    }\n"
+	"    o.g.classList.toggle('hide', !show);\n"
+	"    o.g.classList.toggle('parent', parent);\n"
+	"    if (show) place(o, x, w);\n"
+	"  });\n"
+	"}\n"
+	"function unzoom() {\n"
+	"  zoomed = null;\n"
+	"  unzoomBtn.classList.add('hide');\n"
+	"  F.forEach(function (o) {\n"
+	"    o.g.classList.remove('hide', 'parent');\n"
+	"    place(o, o.x, o.w);\n"
+	"  });\n"
+	"}\n"
+	"function resetSearch() {\n"
+	"  searching = null;\n"
+	"  F.forEach(function (o) { o.r.setAttribute('fill', o.fill); });\n"
+	"  matched.textContent = ' ';\n"
+	"  searchBtn.textContent = 'Search';\n"
+	"}\n"
+	"function search(term) {\n"
+	"  var re, hits = [], sum = 0, end = -Infinity;\n"
+	"  if (term === undefined)\n"
+	"    term = window.prompt('Search frames (regular expression):', searching || '');\n"
+	"  if (term === null) return;\n"
+	"  if (term === '') return resetSearch();\n"
+	"  try { re = new RegExp(term); } catch (e) { window.alert('Bad regular expression: ' + e.message); return; }\n"
+	"  searching = term;\n"
+	"  F.forEach(function (o) {\n"
+	"    var hit = o !== root && re.test(o.label);\n"
+	"    o.r.setAttribute('fill', hit ? MARK : o.fill);\n"
+	"    if (hit) hits.push(o);\n"
+	"  });\n"
+	"  /* count a match nested in another (recursion) once */\n"
+	"  hits.sort(function (a, b) { return a.x - b.x || b.y - a.y; });\n"
+	"  hits.forEach(function (o) {\n"
+	"    if (o.x >= end - EPS) { sum += o.n; end = o.x + o.w; }\n"
+	"  });\n"
+	"  matched.textContent = 'Matched: ' + pct(sum) + ' (' + sum + ' samples)';\n"
+	"  searchBtn.textContent = 'Reset Search';\n"
+	"}\n"
+	"function init() {\n"
+	"  var gs = $('frames').getElementsByTagName('g'), i, q;\n"
+	"  details = $('details'); matched = $('matched');\n"
+	"  unzoomBtn = $('unzoom'); searchBtn = $('search');\n"
+	"  for (i = 0; i < gs.length; i++) {\n"
+	"    var g = gs[i], r = g.getElementsByTagName('rect')[0];\n"
+	"    var lines = g.getElementsByTagName('title')[0].textContent.split('\\n');\n"
+	"    var m = /^(\\d+) samples/.exec(lines[1] || '');\n"
+	"    var o = { g: g, r: r, t: g.getElementsByTagName('text')[0], label: lines[0],\n"
+	"      info: lines.join(': '), n: m ? +m[1] : 0, fill: r.getAttribute('fill'),\n"
+	"      x: +r.getAttribute('x'), y: +r.getAttribute('y'), w: +r.getAttribute('width') };\n"
+	"    g.tb = o;\n"
+	"    F.push(o);\n"
+	"    if (!root || o.y > root.y) root = o;\n"
+	"  }\n"
+	"  $('frames').addEventListener('mouseover', function (ev) {\n"
+	"    var o = frameOf(ev);\n"
+	"    if (o) details.textContent = o.info;\n"
+	"  });\n"
+	"  $('frames').addEventListener('mouseout', function () { details.textContent = ' '; });\n"
+	"  $('frames').addEventListener('click', function (ev) {\n"
+	"    var o = frameOf(ev);\n"
+	"    if (o) zoom(o);\n"
+	"  });\n"
+	"  unzoomBtn.addEventListener('click', unzoom);\n"
+	"  searchBtn.addEventListener('click', function () {\n"
+	"    if (searching !== null) resetSearch(); else search();\n"
+	"  });\n"
+	"  document.addEventListener('keydown', function (ev) {\n"
+	"    if ((ev.ctrlKey || ev.metaKey) && (ev.key === 'f' || ev.key === 'F')) {\n"
+	"      ev.preventDefault();\n"
+	"      search();\n"
+	"    } else if (ev.key === 'Escape') {\n"
+	"      if (searching !== null) resetSearch(); else if (zoomed) unzoom();\n"
+	"    }\n"
+	"  });\n"
+	"  q = /[?&]s=([^&]*)/.exec(window.location.search);\n"
+	"  if (q) search(decodeURIComponent(q[1].replace(/\\+/g, ' ')));\n"
+	"}\n"
+	"window.addEventListener('load', init);\n"
+	"]]></script>\n";
+
+static void subtitle(struct emit *e, const struct resolved *r)
+{
+	size_t i;
+
+	emit_printf(e, "%" PRIu64 " samples, %s at %" PRIu64 " Hz, %.1f s", r->total,
+		    r->event ? r->event : "samples", r->freq, r->duration_s);
+	for (i = 0; i < r->nprocs && i < 4; i++)
+		emit_printf(e, "%s pid %d (Python %s)", i ? "," : ";", r->procs[i].pid,
+			    r->procs[i].version);
+	if (r->nprocs > 4)
+		emit_printf(e, " and %zu more", r->nprocs - 4);
+}
+
+static void svg_head(struct emit *e, const struct resolved *r, int height)
+{
+	emit_str(e, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n");
+	emit_printf(e, "<svg version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+		    "xmlns=\"http://www.w3.org/2000/svg\">\n",
+		    IMAGE_WIDTH, height, IMAGE_WIDTH, height);
+	emit_str(e, svg_style);
+	emit_str(e, svg_script);
+	emit_str(e, "<defs><linearGradient id=\"bg\" x1=\"0\" y1=\"0\" x2=\"0\" y2=\"1\">"
+		 "<stop stop-color=\"#eeeeee\" offset=\"5%\"/>"
+		 "<stop stop-color=\"#eeeeb0\" offset=\"95%\"/></linearGradient></defs>\n");
+	emit_printf(e, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"url(#bg)\"/>\n",
+		    IMAGE_WIDTH, height);
+	emit_printf(e, "<text id=\"title\" x=\"%d\" y=\"24\">Flame Graph</text>\n",
+		    IMAGE_WIDTH / 2);
+	emit_printf(e, "<text id=\"subtitle\" x=\"%d\" y=\"44\">", IMAGE_WIDTH / 2);
+	subtitle(e, r);
+	emit_str(e, "</text>\n");
+	emit_printf(e, "<text id=\"unzoom\" class=\"btn hide\" x=\"%d\" y=\"24\">Reset Zoom</text>\n",
+		    XPAD);
+	emit_printf(e, "<text id=\"search\" class=\"btn\" x=\"%d\" y=\"24\" "
+		    "text-anchor=\"end\">Search</text>\n", IMAGE_WIDTH - XPAD);
+	emit_printf(e, "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n", XPAD, height - 12);
+	emit_printf(e, "<text id=\"matched\" x=\"%d\" y=\"%d\" text-anchor=\"end\"> </text>\n",
+		    IMAGE_WIDTH - XPAD, height - 12);
+}
+
+/* The root always shows, even with no samples. */
+static int visible(const struct flame *fl, size_t i, double scale)
+{
+	return !i || (double)fl->v[i].total * scale >= MIN_WIDTH;
+}
+
+static void svg_body(struct emit *e, const struct flame *fl)
+{
+	double scale = fl->v[0].total ? (double)(IMAGE_WIDTH - 2 * XPAD) / fl->v[0].total : 0;
+	uint32_t depth = 0;
+	size_t i;
+	int height;
+
+	/* A child is never wider than its parent: skipping narrow nodes prunes subtrees. */
+	for (i = 0; i < fl->n; i++)
+		if (visible(fl, i, scale) && fl->v[i].depth > depth)
+			depth = fl->v[i].depth;
+	height = TOP_PAD + (int)(depth + 1) * FRAME_HEIGHT + BOTTOM_PAD;
+	svg_head(e, fl->r, height);
+	emit_str(e, "<g id=\"frames\">\n");
+	for (i = 0; i < fl->n; i++)
+		if (visible(fl, i, scale))
+			frame_g(e, fl, &fl->v[i], scale, height);
+	emit_str(e, "</g>\n</svg>\n");
+}
+
+int output_svg(FILE *out, const struct resolved *r)
+{
+	struct flame fl = { .r = r };
+	struct emit e;
+	int ret = -1;
+
+	if (resolved_check(r))
+		return -1;
+	if (hmap_init(&fl.edges, sizeof(struct edge_key)))
+		goto oom;
+	fl.rank = frames_rank(r);
+	if (!fl.rank || flame_merge(&fl) || flame_layout(&fl))
+		goto oom;
+	hmap_free(&fl.edges);
+	emit_init(&e, out);
+	svg_body(&e, &fl);
+	ret = emit_done(&e);
+	goto out;
+oom:
+	errno = ENOMEM;
+out:
+	flame_free(&fl);
+	return ret;
+}

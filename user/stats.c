@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include "errors.h"
+#include "stats.h"
+
+static const char *mode_name(int mode)
+{
+	return mode == TB_MODE_WALL ? "wall" : mode == TB_MODE_GIL ? "gil" : "cpu";
+}
+
+static uint64_t dropped(const struct session_stats *st)
+{
+	const uint64_t *c = st->bpf;
+
+	return c[TB_C_NO_TSTATE] + c[TB_C_NO_FRAMES] + c[TB_C_READ_TSTATE] + c[TB_C_FILTERED] +
+	       st->unknown_pid + st->missing_stack;
+}
+
+void stats_summarize(const struct session *s, uint64_t written, struct stats_summary *out)
+{
+	const struct session_stats *st = &s->st;
+	const uint64_t *c = st->bpf;
+
+	out->collected = c[TB_C_EVENTS] + c[TB_C_OFFCPU_WEIGHT] + c[TB_C_OFFCPU_LOST] +
+			 st->offcpu_final;
+	out->written = written;
+	out->lost = c[TB_C_LOST] + c[TB_C_OFFCPU_LOST];
+	out->dropped = dropped(st);
+}
+
+static double bpf_ns_per_sample(const struct session_stats *st)
+{
+	return st->bpf[TB_C_EVENTS] ? (double)st->bpf[TB_C_BPF_NS] / st->bpf[TB_C_EVENTS] : 0;
+}
+
+void stats_print(const struct session *s, uint64_t written)
+{
+	const struct session_stats *st = &s->st;
+	const uint64_t *c = st->bpf;
+	double secs = st->seconds > 0 ? st->seconds : 1;
+	int ncpus = st->ncpus ? st->ncpus : 1;
+	struct stats_summary sum;
+
+	stats_summarize(s, written, &sum);
+	tb_info("%" PRIu64 " samples in %.1f s (%s mode, %s, -F %" PRIu64 "): %.1f/s, %.1f/s per CPU on %d CPUs, %" PRIu64 " process(es)",
+		sum.collected, st->seconds, mode_name(s->opt->mode), s->opt->event->name,
+		s->opt->freq, c[TB_C_EVENTS] / secs, c[TB_C_EVENTS] / secs / ncpus, ncpus,
+		st->processes);
+	if (s->opt->mode == TB_MODE_WALL)
+		tb_info("off-CPU: %" PRIu64 " periods credited at switch-in, %" PRIu64 " at the end, from %" PRIu64 " switch-outs",
+			c[TB_C_OFFCPU_WEIGHT], st->offcpu_final, c[TB_C_OFFCPU_WALKS]);
+	tb_info("written %" PRIu64 ", lost %" PRIu64 " (ring buffer full), dropped %" PRIu64
+		" (no thread state %" PRIu64 ", no Python frame %" PRIu64 ", GIL not held %" PRIu64
+		", missing stack %" PRIu64 ", unknown pid %" PRIu64 ")",
+		sum.written, sum.lost, sum.dropped, c[TB_C_NO_TSTATE], c[TB_C_NO_FRAMES],
+		c[TB_C_FILTERED], st->missing_stack, st->unknown_pid);
+	tb_info("partial stacks %" PRIu64 ", truncated %" PRIu64 ", frames skipped (not code) %" PRIu64
+		", unreadable code objects %" PRIu64 " in BPF / %" PRIu64 " in userspace",
+		c[TB_C_READ_FRAME], c[TB_C_TRUNCATED], c[TB_C_BAD_CODE], c[TB_C_READ_CODE],
+		s->sym.failures);
+	tb_info("%" PRIu64 " distinct stacks, %" PRIu64 " code objects read; BPF %.0f ns/sample (self-timed)%s",
+		st->stacks, s->sym.reads, bpf_ns_per_sample(st),
+		st->run_cnt ? "" : ", kernel run-time stats unavailable");
+	if (st->run_cnt)
+		tb_info("kernel BPF stats: %" PRIu64 " runs, %.0f ns/run (all CPUs, all processes)",
+			st->run_cnt, (double)st->run_ns / st->run_cnt);
+}
+
+void stats_write_json(const struct session *s, uint64_t written)
+{
+	const struct session_stats *st = &s->st;
+	const uint64_t *c = st->bpf;
+	double secs = st->seconds > 0 ? st->seconds : 1;
+	struct stats_summary sum;
+	FILE *f = fopen(s->opt->stats_path, "we");
+
+	if (!f) {
+		tb_warn("--stats %s: %s", s->opt->stats_path, strerror(errno));
+		return;
+	}
+	stats_summarize(s, written, &sum);
+	fprintf(f, "{\"collected\": %" PRIu64 ", \"written\": %" PRIu64 ", \"lost\": %" PRIu64 ",\n"
+		" \"dropped\": {\"no_tstate\": %" PRIu64 ", \"no_frames\": %" PRIu64
+		", \"read_tstate\": %" PRIu64 ", \"filtered\": %" PRIu64 ", \"missing_stack\": %" PRIu64
+		", \"unknown_pid\": %" PRIu64 "},\n"
+		" \"partial\": %" PRIu64 ", \"truncated\": %" PRIu64 ", \"bad_code\": %" PRIu64
+		", \"unknown_code\": %" PRIu64 ", \"unreadable_code\": %" PRIu64 ",\n"
+		" \"stacks\": %" PRIu64 ", \"code_reads\": %" PRIu64 ", \"code_lookups\": %" PRIu64
+		", \"tstate_misses\": %" PRIu64 ",\n"
+		" \"events\": %" PRIu64 ", \"offcpu_periods\": %" PRIu64 ", \"offcpu_final\": %" PRIu64
+		", \"offcpu_lost\": %" PRIu64 ", \"processes\": %" PRIu64 ",\n"
+		" \"duration_s\": %.3f, \"rate_hz\": %.1f, \"rate_hz_per_cpu\": %.1f, \"cpus\": %d,\n"
+		" \"bpf_ns_per_sample\": %.1f, \"bpf_runs\": %" PRIu64 ", \"bpf_ns_per_run\": %.1f,\n"
+		" \"event\": \"%s\", \"mode\": \"%s\", \"frequency\": %" PRIu64 "}\n",
+		sum.collected, sum.written, sum.lost,
+		c[TB_C_NO_TSTATE], c[TB_C_NO_FRAMES], c[TB_C_READ_TSTATE], c[TB_C_FILTERED],
+		st->missing_stack, st->unknown_pid,
+		c[TB_C_READ_FRAME], c[TB_C_TRUNCATED], c[TB_C_BAD_CODE], s->sym.failures,
+		c[TB_C_READ_CODE], st->stacks, s->sym.reads, s->sym.lookups, c[TB_C_TSTATE_MISS],
+		c[TB_C_EVENTS], c[TB_C_OFFCPU_WEIGHT], st->offcpu_final, c[TB_C_OFFCPU_LOST],
+		st->processes,
+		st->seconds, c[TB_C_EVENTS] / secs, c[TB_C_EVENTS] / secs / (st->ncpus ? st->ncpus : 1),
+		st->ncpus, bpf_ns_per_sample(st), st->run_cnt,
+		st->run_cnt ? (double)st->run_ns / st->run_cnt : 0.0,
+		s->opt->event->name, mode_name(s->opt->mode), s->opt->freq);
+	fclose(f);
+}
