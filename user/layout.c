@@ -38,6 +38,7 @@ struct dbg_pos {
 	uint16_t ob_type;
 	uint16_t by_size, by_ob_size, by_sval;
 	uint16_t st_size, st_state, st_length, st_ascii_size;
+	uint16_t st_compact_size;	/* exported from 3.15 on */
 };
 
 static const struct dbg_pos dbg_positions[] = {
@@ -54,6 +55,7 @@ static const struct dbg_pos dbg_positions[] = {
 		.ob_type = 360,
 		.by_size = 512, .by_ob_size = 520, .by_sval = 528,
 		.st_size = 536, .st_state = 544, .st_length = 552, .st_ascii_size = 560,
+		.st_compact_size = NO,
 	},
 	{
 		.minor = 14, .total = 760, .rt_interp_head = 40,
@@ -68,6 +70,7 @@ static const struct dbg_pos dbg_positions[] = {
 		.ob_type = 408,
 		.by_size = 592, .by_ob_size = 600, .by_sval = 608,
 		.st_size = 616, .st_state = 624, .st_length = 632, .st_ascii_size = 640,
+		.st_compact_size = NO,
 	},
 	{
 		.minor = 15, .total = 888, .rt_interp_head = 40,
@@ -82,6 +85,7 @@ static const struct dbg_pos dbg_positions[] = {
 		.ob_type = 472,
 		.by_size = 688, .by_ob_size = 696, .by_sval = 704,
 		.st_size = 712, .st_state = 720, .st_length = 728, .st_ascii_size = 736,
+		.st_compact_size = 744,
 	},
 };
 
@@ -316,6 +320,9 @@ static int parse_debug(const uint8_t *b, const struct dbg_pos *p,
 	l->co_version = x->co_version;
 	l->str.ascii_size = ascii;
 	l->str.compact_size = ascii + x->compact_extra;
+	if (p->st_compact_size != NO &&
+	    field(b, p->st_compact_size, st + 1, &l->str.compact_size))
+		return LAYOUT_INCONSISTENT;
 	l->str.state_shift = 0;
 	return finish(l);
 }

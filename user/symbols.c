@@ -175,8 +175,14 @@ static char *decode_str(const struct target *t, struct obj_read *o)
 		return NULL;
 	outsz = nbytes / kind * 4 + 1;
 	out = malloc(outsz);
-	if (out)
-		pystr_to_utf8(data, nbytes, kind, out, outsz);
+	if (out) {
+		size_t n = pystr_to_utf8(data, nbytes, kind, out, outsz), i;
+
+		/* U+0000 is legal in a str but would end a C string early. */
+		for (i = 0; i < n; i++)
+			if (!out[i])
+				out[i] = ' ';
+	}
 	free(data);
 	return out;
 }

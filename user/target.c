@@ -66,6 +66,8 @@ static int read_layout(struct target *t, unsigned flags, char *err, size_t errle
 		ret = layout_from_version(version, flags, &t->layout);
 	}
 	version_name(version, from_hint, t->version, sizeof(t->version));
+	if (ret == LAYOUT_FREE_THREADED)
+		strncat(t->version, "t", sizeof(t->version) - strlen(t->version) - 1);
 	if (ret == LAYOUT_OK)
 		return TARGET_OK;
 	if (ret == LAYOUT_PRERELEASE)

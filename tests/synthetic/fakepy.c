@@ -21,8 +21,8 @@
  * other version's numbers reads garbage. Every value the _Py_DebugOffsets
  * declares is the offset we really use when building the objects.
  */
-#include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -368,7 +368,12 @@ struct version {
 static const struct version versions[] = {
 	{ "3.14", 0x030E00F0, 0, 14, &lay314 },
 	{ "3.15", 0x030F00F0, 0, 15, &lay315 },
-	/* Refusal cases; each also works with the nearest known layout. */
+	/*
+	 * Refusal cases, laid out like the nearest known version so that
+	 * --force-version can profile them. 3.14t only sets free_threaded:
+	 * its objects keep the GIL-build shapes, as it must be refused before
+	 * anything past the header is read.
+	 */
 	{ "3.16", 0x031000F0, 0, 15, &lay315 },
 	{ "3.15b1", 0x030F00B1, 0, 15, &lay315 },
 	{ "3.14t", 0x030E00F0, 1, 14, &lay314 },
@@ -390,11 +395,16 @@ static size_t arena_used;
 static const struct version *V;
 static const struct dbg15 *L;
 
-static void die(const char *fmt, const char *arg)
+static void __attribute__((noreturn, format(printf, 1, 2)))
+die(const char *fmt, ...)
 {
-	fprintf(stderr, "fakepy: ");
-	fprintf(stderr, fmt, arg);
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("fakepy: ", stderr);
+	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
+	va_end(ap);
 	exit(2);
 }
 
@@ -405,7 +415,7 @@ static uint8_t *zalloc(uint64_t size)
 
 	arena_used = (arena_used + 15) & ~(size_t)15;
 	if (size > ARENA_SIZE - arena_used)
-		die("arena full (%s)", "raise ARENA_SIZE");
+		die("arena full: raise ARENA_SIZE");
 	p = arena + arena_used;
 	arena_used += size;
 	memset(p, 0, size);
@@ -549,7 +559,7 @@ struct lt_buf {
 static void lt_byte(struct lt_buf *t, unsigned v)
 {
 	if (t->n == sizeof(t->b))
-		die("location table too long (%s)", "lt_buf");
+		die("location table too long for lt_buf");
 	t->b[t->n++] = (uint8_t)v;
 }
 
@@ -665,9 +675,9 @@ static void check_interp(void)
 	/* holder and locked live in the GIL struct, at +8 and +16 */
 	if (o->gil_holder != o->gil_runtime_state + 8 ||
 	    o->gil_locked != o->gil_runtime_state + 16)
-		die("GIL fields %s", "misplaced");
+		die("GIL fields misplaced");
 	if (L->gc.collecting + 4 > L->gc.size)
-		die("gc.%s outside the GC state", "collecting");
+		die("gc.collecting outside the GC state");
 }
 
 static void check_tstate(void)
@@ -726,7 +736,7 @@ static void check_objects(void)
 	check_spans(u->asciiobject_size, us, sizeof(us) / sizeof(us[0]));
 	if (L->runtime_state.finalizing < dbg_size() ||
 	    L->runtime_state.interpreters_head < dbg_size())
-		die("runtime fields overlap %s", "_Py_DebugOffsets");
+		die("runtime fields overlap _Py_DebugOffsets");
 }
 
 /* ---- the Python program being "run" ---- */
@@ -743,7 +753,8 @@ struct code_spec {
 };
 
 #define APP	"/srv/app/app.py"
-#define UNI	"/srv/app/f\u00efl\u00e9_\u6d4b\u8bd5.py"	/* fïlé_测试.py: UCS-2 */
+/* fïlé_测试.py: UCS-2 */
+#define UNI	"/srv/app/f\u00efl\u00e9_\u6d4b\u8bd5.py"
 #define WORK	"/srv/app/workers.py"
 #define THR	"/opt/fakepy/lib/python3/threading.py"
 
@@ -767,7 +778,8 @@ static const struct code_spec codes[NCODES] = {
 		SHORT(1, 0, 0), ONE(2, 2, 8, 30), SHORT(2, 70, 3),
 		LONG(4, 0, 2, 9, 31),	/* a call spanning 3 lines */
 		NONE(3), NOCOL(5, 4), ONE(1, 0, 4, 9) } },
-	[C_INNER] = { "inner_g\u00e9n\u00e9r\u00e9", "inner_g\u00e9n\u00e9r\u00e9", UNI, 29, {
+#define INNER	"inner_g\u00e9n\u00e9r\u00e9"
+	[C_INNER] = { INNER, INNER, UNI, 29, {
 		SHORT(1, 0, 0), ONE(3, 1, 4, 12), ONE(8, 1, 8, 40),
 		LONG(2, 2, 0, 0, 0) } },
 	[C_SHIM] = { "<interpreter trampoline>", "<interpreter trampoline>",
@@ -848,7 +860,8 @@ static void check_tables(void)
 			if (k->kind == K_ENTRY)
 				continue;
 			if (lt_line_at(c->lt, c->firstlineno, k->idx) != k->line)
-				die("location table of %s disagrees with its link", c->qualname);
+				die("%s: location table and link disagree",
+				    c->qualname);
 		}
 	}
 }
@@ -903,7 +916,7 @@ static uint8_t *push_raw(struct thread *t)
 	uint8_t *f = t->chunk + t->top;
 
 	if (t->top + size > CHUNK_SIZE)
-		die("datastack chunk full (%s)", "raise CHUNK_SIZE");
+		die("datastack chunk full: raise CHUNK_SIZE");
 	t->top += size;
 	put64(t->chunk, 16, A(t->chunk + t->top));	/* chunk->top */
 	return f;
