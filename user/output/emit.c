@@ -46,6 +46,19 @@ void emit_str(struct emit *e, const char *s)
 	emit_write(e, s, strlen(s));
 }
 
+void emit_u64(struct emit *e, char sep, uint64_t v)
+{
+	char buf[24], *p = buf + sizeof(buf);
+
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	if (sep)
+		*--p = sep;
+	emit_write(e, p, (size_t)(buf + sizeof(buf) - p));
+}
+
 int emit_done(struct emit *e)
 {
 	if (!e->err && fflush(e->f))
@@ -203,6 +216,35 @@ int frame_is_marker(const struct rframe *f)
 	return !f->file[0];
 }
 
+int frame_is_kernel(const struct rframe *f)
+{
+	size_t n = strlen(f->name);
+
+	return !f->file[0] && n > 4 && !strcmp(f->name + n - 4, " [k]");
+}
+
+void proc_describe(const struct rproc *p, char *out, size_t len)
+{
+	snprintf(out, len, "pid %d%s%s (Python %s)", p->pid, p->name[0] ? " " : "", p->name,
+		 p->version);
+}
+
+#define PROCS_SHOWN 4
+
+void emit_procs(struct emit *e, const struct resolved *r)
+{
+	char buf[160];
+	size_t i;
+
+	for (i = 0; i < r->nprocs && i < PROCS_SHOWN; i++) {
+		proc_describe(&r->procs[i], buf, sizeof(buf));
+		emit_str(e, i ? ", " : "; ");
+		emit_text(e, buf);
+	}
+	if (r->nprocs > PROCS_SHOWN)
+		emit_printf(e, " and %zu more processes", r->nprocs - PROCS_SHOWN);
+}
+
 int resolved_check(const struct resolved *r)
 {
 	size_t i;
@@ -319,4 +361,69 @@ uint32_t *frames_rank(const struct resolved *r)
 		rank[sorted[i]->id] = (uint32_t)i;
 	free(sorted);
 	return rank;
+}
+
+struct order {
+	const struct resolved *r;
+	const uint32_t *rank;
+	int by_thread;
+};
+
+static int32_t sample_pid(const struct resolved *r, const struct rsample *s)
+{
+	return s->proc < r->nprocs ? r->procs[s->proc].pid : 0;
+}
+
+static int cmp_thread(const struct resolved *r, const struct rsample *x,
+		      const struct rsample *y)
+{
+	int32_t px = sample_pid(r, x), py = sample_pid(r, y);
+
+	if (px != py)
+		return px < py ? -1 : 1;
+	if (x->proc != y->proc)
+		return x->proc < y->proc ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return 0;
+}
+
+static int cmp_sample(const void *a, const void *b, void *arg)
+{
+	const struct order *o = arg;
+	const struct rsample *x = &o->r->samples[*(const size_t *)a];
+	const struct rsample *y = &o->r->samples[*(const size_t *)b];
+	uint32_t i, n = x->depth < y->depth ? x->depth : y->depth;
+	int c = o->by_thread ? cmp_thread(o->r, x, y) : 0;
+
+	if (c)
+		return c;
+	for (i = 0; i < n; i++) {
+		uint32_t fx = o->rank[x->frames[i]->id], fy = o->rank[y->frames[i]->id];
+
+		if (fx != fy)
+			return fx < fy ? -1 : 1;
+	}
+	/* a stack after its extensions: a frame's own samples go to its right */
+	return x->depth > y->depth ? -1 : x->depth < y->depth;
+}
+
+size_t *samples_sorted(const struct resolved *r, int by_thread)
+{
+	struct order o = { .r = r, .by_thread = by_thread };
+	size_t *idx = malloc((r->nsamples + 1) * sizeof(*idx)), i;
+	uint32_t *rank = frames_rank(r);
+
+	if (!idx || !rank) {
+		free(idx);
+		free(rank);
+		errno = ENOMEM;
+		return NULL;
+	}
+	o.rank = rank;
+	for (i = 0; i < r->nsamples; i++)
+		idx[i] = i;
+	qsort_r(idx, r->nsamples, sizeof(*idx), cmp_sample, &o);
+	free(rank);
+	return idx;
 }

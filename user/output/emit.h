@@ -2,8 +2,8 @@
 /*
  * Helpers the writers share: a stream whose first error sticks (so a long
  * writer checks once, at the end, and still reports the errno of the write
- * that failed, EPIPE included), XML and JSON string escaping over UTF-8
- * that may be invalid, and a function table (frames grouped by function).
+ * that failed, EPIPE included); XML and JSON escaping of UTF-8 that may be
+ * invalid; frames grouped by function; samples in stack order.
  */
 #ifndef TB_OUTPUT_EMIT_H
 #define TB_OUTPUT_EMIT_H
@@ -21,6 +21,8 @@ void emit_init(struct emit *e, FILE *f);
 void emit_printf(struct emit *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void emit_write(struct emit *e, const void *p, size_t n);
 void emit_str(struct emit *e, const char *s);
+/* A decimal number, after sep unless sep is 0: cheaper than printf in bulk. */
+void emit_u64(struct emit *e, char sep, uint64_t v);
 /* Text with controls as spaces and bad UTF-8 as U+FFFD: one line, printable. */
 void emit_text(struct emit *e, const char *s);
 /* Text escaped for XML character data and attribute values. */
@@ -51,10 +53,31 @@ void funcs_free(struct func_table *ft);
 /* Each frame's rank when sorted by name, file, line (malloc'd, by id). */
 uint32_t *frames_rank(const struct resolved *r);
 
-/* Every sample's frames are r->frames[f->id]: what the writers rely on. */
+/* "pid 123 app.py (Python 3.13.0)"; the name is left out when unknown. */
+void proc_describe(const struct rproc *p, char *out, size_t len);
+/* "; pid 1 (Python 3.13.0), pid 2 (...)": the first few processes. */
+void emit_procs(struct emit *e, const struct resolved *r);
+
+/*
+ * Sample indexes sorted by stack, frame by frame from the root in label
+ * order (and first by pid and tid if by_thread), a stack after those that
+ * extend it: stacks sharing a prefix end up next to each other.
+ * malloc'd; NULL with errno set on failure.
+ */
+size_t *samples_sorted(const struct resolved *r, int by_thread);
+
+/*
+ * What the writers rely on: every sample's frames are the profile's own
+ * (r->frames[f->id] == f). 0, or -1 with errno EINVAL.
+ */
 int resolved_check(const struct resolved *r);
 
-/* Frames the profiler made up rather than read: [truncated], <unknown 0x..>. */
+/*
+ * Frames with no source file: made up by the profiler ([truncated],
+ * <unknown 0x..>, <GC>, process and thread roots) or kernel functions.
+ */
 int frame_is_marker(const struct rframe *f);
+/* A kernel function, "name [k]". */
+int frame_is_kernel(const struct rframe *f);
 
 #endif

@@ -10,49 +10,10 @@
  * lists its stacks sorted by frame label: speedscope's "Time Order" view
  * then shows a flame chart with equal prefixes side by side.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
-#include <string.h>
 #include "output.h"
 #include "output/emit.h"
-
-struct order {
-	const struct resolved *r;
-	const uint32_t *rank;
-};
-
-static int32_t sample_pid(const struct resolved *r, const struct rsample *s)
-{
-	return s->proc < r->nprocs ? r->procs[s->proc].pid : 0;
-}
-
-static int cmp_stack(const struct rsample *x, const struct rsample *y, const uint32_t *rank)
-{
-	uint32_t i, n = x->depth < y->depth ? x->depth : y->depth;
-
-	for (i = 0; i < n; i++) {
-		uint32_t a = rank[x->frames[i]->id], b = rank[y->frames[i]->id];
-
-		if (a != b)
-			return a < b ? -1 : 1;
-	}
-	return x->depth < y->depth ? -1 : x->depth > y->depth;
-}
-
-static int cmp_sample(const void *a, const void *b, void *arg)
-{
-	const struct order *o = arg;
-	const struct rsample *x = &o->r->samples[*(const size_t *)a];
-	const struct rsample *y = &o->r->samples[*(const size_t *)b];
-	int32_t px = sample_pid(o->r, x), py = sample_pid(o->r, y);
-
-	if (x->proc != y->proc)
-		return px != py ? (px < py ? -1 : 1) : (x->proc < y->proc ? -1 : 1);
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	return cmp_stack(x, y, o->rank);
-}
 
 static void frames(struct emit *e, const struct resolved *r)
 {
@@ -76,13 +37,12 @@ static void frames(struct emit *e, const struct resolved *r)
 
 static void profile_name(struct emit *e, const struct resolved *r, const struct rsample *s)
 {
-	char buf[128];
+	char proc[160], buf[192];
 
+	proc[0] = 0;
 	if (s->proc < r->nprocs)
-		snprintf(buf, sizeof(buf), "pid %d (Python %s) tid %u", r->procs[s->proc].pid,
-			 r->procs[s->proc].version, s->tid);
-	else
-		snprintf(buf, sizeof(buf), "tid %u", s->tid);
+		proc_describe(&r->procs[s->proc], proc, sizeof(proc));
+	snprintf(buf, sizeof(buf), "%s%stid %u", proc, proc[0] ? " " : "", s->tid);
 	emit_json(e, buf);
 }
 
@@ -104,12 +64,12 @@ static void profile(struct emit *e, const struct resolved *r, const size_t *idx,
 
 		emit_str(e, i ? ",\n[" : "\n[");
 		for (j = 0; j < s->depth; j++)
-			emit_printf(e, j ? ",%u" : "%u", s->frames[j]->id);
+			emit_u64(e, j ? ',' : 0, s->frames[j]->id);
 		emit_str(e, "]");
 	}
 	emit_str(e, "],\n\"weights\":[");
 	for (i = 0; i < n; i++)
-		emit_printf(e, i ? ",%" PRIu64 : "%" PRIu64, r->samples[idx[i]].count);
+		emit_u64(e, i ? ',' : 0, r->samples[idx[i]].count);
 	emit_str(e, "]}");
 }
 
@@ -138,24 +98,15 @@ static void profiles(struct emit *e, const struct resolved *r, const size_t *idx
 
 int output_speedscope(FILE *out, const struct resolved *r)
 {
-	struct order o = { .r = r };
 	struct emit e;
 	char name[128];
-	size_t *idx, i;
+	size_t *idx;
 
 	if (resolved_check(r))
 		return -1;
-	o.rank = frames_rank(r);
-	idx = malloc((r->nsamples + 1) * sizeof(*idx));
-	if (!o.rank || !idx) {
-		free((void *)o.rank);
-		free(idx);
-		errno = ENOMEM;
+	idx = samples_sorted(r, 1);
+	if (!idx)
 		return -1;
-	}
-	for (i = 0; i < r->nsamples; i++)
-		idx[i] = i;
-	qsort_r(idx, r->nsamples, sizeof(*idx), cmp_sample, &o);
 
 	emit_init(&e, out);
 	emit_str(&e, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n");
@@ -167,7 +118,6 @@ int output_speedscope(FILE *out, const struct resolved *r)
 	frames(&e, r);
 	profiles(&e, r, idx);
 	emit_str(&e, "}\n");
-	free((void *)o.rank);
 	free(idx);
 	return emit_done(&e);
 }

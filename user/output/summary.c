@@ -56,15 +56,9 @@ static double pct(uint64_t n, uint64_t total)
 
 static void header(struct emit *e, const struct resolved *r)
 {
-	size_t i;
-
 	emit_printf(e, "# %" PRIu64 " samples in %.1f s (%s, %" PRIu64 " Hz)",
 		    r->total, r->duration_s, r->event ? r->event : "samples", r->freq);
-	for (i = 0; i < r->nprocs && i < 4; i++)
-		emit_printf(e, "%s pid %d (Python %s)", i ? "," : ";", r->procs[i].pid,
-			    r->procs[i].version);
-	if (r->nprocs > 4)
-		emit_printf(e, " and %zu more processes", r->nprocs - 4);
+	emit_procs(e, r);
 	emit_str(e, "\n");
 	emit_printf(e, "%7s %7s %9s %9s  %s\n", "self%", "total%", "self", "total",
 		    "function (file:firstline)");

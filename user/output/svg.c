@@ -36,148 +36,100 @@ struct node {
 	uint64_t total;		/* samples in this frame and below */
 	uint64_t x;		/* samples left of it, from the root's left edge */
 	uint32_t frame;		/* rframe id; NO_FRAME for the root */
-	uint32_t parent;
 	uint32_t depth;
-	uint32_t child0;	/* first child in flame.kids */
-	uint32_t nkids;
-};
-
-struct edge_key {
-	uint32_t parent;
-	uint32_t frame;
 };
 
 struct flame {
 	const struct resolved *r;
-	struct node *v;
+	struct node *v;		/* in depth-first order, siblings by label */
 	size_t n;
 	size_t cap;
-	struct hmap edges;	/* (parent, frame) -> node index + 1 */
-	uint32_t *kids;		/* children of each node, sorted by label */
-	uint32_t *rank;		/* frame id -> position in label order */
 };
 
-static int flame_node(struct flame *fl, uint32_t parent, uint32_t frame, uint32_t *out)
+static int flame_push(struct flame *fl, uint32_t frame, uint32_t depth, uint64_t x)
 {
-	struct edge_key k = { parent, frame };
 	struct node *nv;
-	void **slot;
-	int added;
 
-	slot = hmap_put(&fl->edges, &k, &added);
-	if (!slot)
-		return -1;
-	if (!added) {
-		*out = (uint32_t)((uintptr_t)*slot - 1);
-		return 0;
-	}
 	if (fl->n == fl->cap) {
 		fl->cap = fl->cap ? fl->cap * 2 : 1024;
 		nv = realloc(fl->v, fl->cap * sizeof(*nv));
-		if (!nv) {
-			hmap_del(&fl->edges, &k);
+		if (!nv)
 			return -1;
-		}
 		fl->v = nv;
 	}
-	memset(&fl->v[fl->n], 0, sizeof(fl->v[0]));
-	fl->v[fl->n].frame = frame;
-	fl->v[fl->n].parent = parent;
-	fl->v[fl->n].depth = fl->v[parent].depth + 1;
-	*slot = (void *)(uintptr_t)(fl->n + 1);
-	*out = (uint32_t)fl->n++;
+	fl->v[fl->n++] = (struct node){ .frame = frame, .depth = depth, .x = x };
 	return 0;
 }
 
-/* Add every sample along its path from the root; nodes come after their parents. */
-static int flame_merge(struct flame *fl)
+/*
+ * Merge the samples into a tree. Sorted by stack, samples that share a
+ * prefix are adjacent, so each one reuses the nodes of the previous one's
+ * common prefix and opens new ones below it: no lookups, nodes come out in
+ * depth-first order with siblings sorted, and a node's x is the number of
+ * samples before the first one that reached it.
+ */
+static int flame_build(struct flame *fl, const size_t *idx)
 {
 	const struct resolved *r = fl->r;
-	uint32_t node, j;
-	size_t i;
+	const struct rsample *prev = NULL;
+	size_t *path = NULL, i;		/* node at each depth of the previous stack */
+	uint32_t maxd = 0, j, same;
+	uint64_t x = 0;
 
-	fl->cap = 1024;
-	fl->v = calloc(fl->cap, sizeof(*fl->v));
-	if (!fl->v)
-		return -1;
-	fl->v[0].frame = NO_FRAME;
-	fl->n = 1;
+	for (i = 0; i < r->nsamples; i++)
+		maxd = r->samples[i].depth > maxd ? r->samples[i].depth : maxd;
+	path = malloc((maxd + 1) * sizeof(*path));
+	if (!path || flame_push(fl, NO_FRAME, 0, 0))
+		goto oom;
+	path[0] = 0;
 	for (i = 0; i < r->nsamples; i++) {
-		const struct rsample *s = &r->samples[i];
+		const struct rsample *s = &r->samples[idx[i]];
 
-		node = 0;
+		for (same = 0; prev && same < s->depth && same < prev->depth &&
+		     s->frames[same] == prev->frames[same]; same++)
+			;
+		for (j = same; j < s->depth; j++) {
+			if (flame_push(fl, s->frames[j]->id, j + 1, x))
+				goto oom;
+			path[j + 1] = fl->n - 1;
+		}
 		fl->v[0].total += s->count;
-		for (j = 0; j < s->depth; j++) {
-			if (flame_node(fl, node, s->frames[j]->id, &node))
-				return -1;
-			fl->v[node].total += s->count;
-		}
+		for (j = 0; j < s->depth; j++)
+			fl->v[path[j + 1]].total += s->count;
+		x += s->count;
+		prev = s;
 	}
+	free(path);
 	return 0;
+oom:
+	free(path);
+	return -1;
 }
 
-static int cmp_kids(const void *a, const void *b, void *arg)
-{
-	const struct flame *fl = arg;
-	uint32_t x = fl->rank[fl->v[*(const uint32_t *)a].frame];
-	uint32_t y = fl->rank[fl->v[*(const uint32_t *)b].frame];
-
-	return x < y ? -1 : x > y;
-}
-
-/* Children lists (by counting), sorted by label; then x offsets, parents first. */
-static int flame_layout(struct flame *fl)
-{
-	uint32_t i, k, fill;
-	uint64_t x;
-
-	fl->kids = malloc(fl->n * sizeof(*fl->kids));
-	if (!fl->kids)
-		return -1;
-	for (i = 1; i < fl->n; i++)
-		fl->v[fl->v[i].parent].nkids++;
-	for (i = 0, fill = 0; i < fl->n; i++) {
-		fl->v[i].child0 = fill;
-		fill += fl->v[i].nkids;
-		fl->v[i].nkids = 0;
-	}
-	for (i = 1; i < fl->n; i++) {
-		struct node *p = &fl->v[fl->v[i].parent];
-
-		fl->kids[p->child0 + p->nkids++] = i;
-	}
-	for (i = 0; i < fl->n; i++) {
-		struct node *p = &fl->v[i];
-
-		qsort_r(fl->kids + p->child0, p->nkids, sizeof(*fl->kids), cmp_kids, fl);
-		for (k = 0, x = p->x; k < p->nkids; k++) {
-			fl->v[fl->kids[p->child0 + k]].x = x;
-			x += fl->v[fl->kids[p->child0 + k]].total;
-		}
-	}
-	return 0;
-}
-
-static void flame_free(struct flame *fl)
-{
-	free(fl->v);
-	free(fl->kids);
-	free(fl->rank);
-	hmap_free(&fl->edges);
-}
-
-/* Warm and deterministic per function name; grey for made-up frames. */
+/*
+ * Deterministic per function name: warm for Python, cool blue for the
+ * kernel, one grey for the frames the profiler made up.
+ */
 static void frame_color(const struct rframe *f, char *out, size_t len)
 {
 	uint64_t h;
 
-	if (!f || frame_is_marker(f)) {
-		snprintf(out, len, f ? "rgb(176,176,176)" : "rgb(236,170,90)");
+	if (!f) {
+		snprintf(out, len, "rgb(236,170,90)");
 		return;
 	}
 	h = hash_bytes(f->name, strlen(f->name));
+	if (frame_is_kernel(f)) {
+		snprintf(out, len, "rgb(%u,%u,230)", 90 + (unsigned)(h & 0xff) * 60 / 255,
+			 150 + (unsigned)(h >> 8 & 0xff) * 60 / 255);
+		return;
+	}
+	if (frame_is_marker(f)) {
+		snprintf(out, len, "rgb(176,176,176)");
+		return;
+	}
 	snprintf(out, len, "rgb(%u,%u,%u)", 205 + (unsigned)(h & 0xff) * 50 / 255,
-		 60 + (unsigned)(h >> 8 & 0xff) * 170 / 255, (unsigned)(h >> 16 & 0xff) * 55 / 255);
+		 50 + (unsigned)(h >> 8 & 0xff) * 140 / 255, (unsigned)(h >> 16 & 0xff) * 55 / 255);
 }
 
 /* "name (file:line)", or the bare name of a marker frame. */
@@ -397,15 +349,9 @@ static const char svg_script[] =
 
 static void subtitle(struct emit *e, const struct resolved *r)
 {
-	size_t i;
-
 	emit_printf(e, "%" PRIu64 " samples, %s at %" PRIu64 " Hz, %.1f s", r->total,
 		    r->event ? r->event : "samples", r->freq, r->duration_s);
-	for (i = 0; i < r->nprocs && i < 4; i++)
-		emit_printf(e, "%s pid %d (Python %s)", i ? "," : ";", r->procs[i].pid,
-			    r->procs[i].version);
-	if (r->nprocs > 4)
-		emit_printf(e, " and %zu more", r->nprocs - 4);
+	emit_procs(e, r);
 }
 
 static void svg_head(struct emit *e, const struct resolved *r, int height)
@@ -465,23 +411,23 @@ int output_svg(FILE *out, const struct resolved *r)
 {
 	struct flame fl = { .r = r };
 	struct emit e;
-	int ret = -1;
+	size_t *idx;
+	int ret;
 
 	if (resolved_check(r))
 		return -1;
-	if (hmap_init(&fl.edges, sizeof(struct edge_key)))
-		goto oom;
-	fl.rank = frames_rank(r);
-	if (!fl.rank || flame_merge(&fl) || flame_layout(&fl))
-		goto oom;
-	hmap_free(&fl.edges);
+	idx = samples_sorted(r, 0);
+	if (!idx)
+		return -1;
+	ret = flame_build(&fl, idx);
+	free(idx);
+	if (ret) {
+		free(fl.v);
+		errno = ENOMEM;
+		return -1;
+	}
 	emit_init(&e, out);
 	svg_body(&e, &fl);
-	ret = emit_done(&e);
-	goto out;
-oom:
-	errno = ENOMEM;
-out:
-	flame_free(&fl);
-	return ret;
+	free(fl.v);
+	return emit_done(&e);
 }
