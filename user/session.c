@@ -29,6 +29,7 @@
 #define EV_SIGNAL	(2ULL << 62)
 #define EV_STDOUT	(3ULL << 62)
 #define EV_CHILD	((3ULL << 62) | 1)
+#define EV_EXTRA	((3ULL << 62) | 2)
 #define EV_KIND(x)	((x) & (3ULL << 62))
 
 /* When to look again at a process that is not (yet) a Python we can read. */
@@ -391,7 +392,7 @@ int session_open_targets(struct session *s, const struct options *o)
 
 	memset(s, 0, sizeof(*s));
 	s->opt = o;
-	s->epfd = s->sigfd = s->child_pidfd = s->child_gate = -1;
+	s->epfd = s->sigfd = s->child_pidfd = s->child_gate = s->extra_fd = -1;
 	if (hmap_init(&s->by_pid, sizeof(uint32_t)) || profile_init(&s->prof) ||
 	    symbols_init(&s->sym) || hmap_init(&s->thread_names, sizeof(struct thread_key)) ||
 	    hmap_init(&s->refused, sizeof(uint32_t))) {
@@ -441,6 +442,8 @@ static int setup_loop(struct session *s)
 	for (i = 0; i < s->ntargets; i++)
 		if (s->targets[i]->pidfd >= 0)
 			epoll_add(s->epfd, s->targets[i]->pidfd, i, EPOLLIN);
+	if (s->extra_fd >= 0)
+		epoll_add(s->epfd, s->extra_fd, EV_EXTRA, EPOLLIN);
 	return 0;
 }
 
@@ -573,6 +576,11 @@ static void handle(struct session *s, const struct epoll_event *ev)
 		child_exited(s);
 		return;
 	}
+	if (tag == EV_EXTRA) {
+		if (s->on_extra)
+			s->on_extra(s, s->tick_ctx);
+		return;
+	}
 	switch (EV_KIND(tag)) {
 	case EV_RING:
 		break;	/* consumed below, every round */
@@ -591,6 +599,9 @@ static int poll_timeout(const struct session *s, double start)
 {
 	int ms = s->ndisc ? DISCOVER_MS : POLL_MS;
 	double left;
+
+	if (s->tick && s->tick_interval * 1000 < ms)
+		ms = (int)(s->tick_interval * 1000) + 1;
 
 	if (!s->opt->duration)
 		return ms;
@@ -644,7 +655,7 @@ static void credit_offcpu(struct session *s)
 void session_run(struct session *s)
 {
 	struct epoll_event ev[16];
-	double start = now_s(), last_refresh = start;
+	double start = now_s(), last_refresh = start, last_tick = start;
 	struct timespec wall;
 	int n, i;
 
@@ -669,6 +680,10 @@ void session_run(struct session *s)
 		if (now_s() - last_refresh > 0.5) {
 			refresh_targets(s);
 			last_refresh = now_s();
+		}
+		if (s->tick && now_s() - last_tick >= s->tick_interval) {
+			s->tick(s, s->tick_ctx);
+			last_tick = now_s();
 		}
 		check_stop(s, start);
 	}

@@ -80,6 +80,14 @@ struct session {
 	enum stop_reason stop;
 	int signo;
 	struct session_stats st;
+	/* Optional: called from the loop every tick_interval seconds (live views,
+	 * periodic pushes, progress). May set stop. */
+	void (*tick)(struct session *s, void *ctx);
+	void *tick_ctx;
+	double tick_interval;
+	/* Optional: an extra fd (e.g. the terminal for `top`) and its handler. */
+	int extra_fd;
+	void (*on_extra)(struct session *s, void *ctx);
 };
 
 /* Find the first targets; on failure prints the one-line message, returns an exit code. */
