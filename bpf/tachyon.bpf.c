@@ -114,10 +114,15 @@ struct {
  * perf_event and tracing programs never nest on one CPU (the kernel's
  * bpf_prog_active guard), so one slot per CPU is enough.
  */
+#define RECENT 64	/* stack ids this CPU knows were sent: skips an LRU lookup */
+
 struct scratch {
 	struct tb_stack stack;
 	struct tb_walk walk;
 	__u8 buf[TB_READ_MAX + 8];
+	__u64 recent[RECENT];
+	__u64 last_tstate;	/* of last_id: skips a hash lookup while a thread runs */
+	__u64 last_id;		/* pid << 32 | tid it belongs to */
 };
 
 struct {
@@ -202,17 +207,24 @@ static long find_step(__u32 i, void *arg)
  * tstate" is not used: it is NULL whenever a thread has released the GIL.
  * On success the tstate's first ts_read bytes are left in s->buf.
  */
-static __always_inline __u64 find_tstate(struct scratch *s, __u64 *cnt, __u32 tid)
+static __always_inline __u64 find_tstate(struct scratch *s, __u64 *cnt, __u64 id)
 {
+	__u32 tid = (__u32)id;
 	struct tb_walk *L = &s->walk;
 	struct find_ctx f = { .s = s, .tid = tid };
 	__u64 *cached, interp = 0;
 	int i;
 
+	if (s->last_id == id && s->last_tstate && !read_into(s, L->ts_read, s->last_tstate) &&
+	    get_u64(s, L->ts_native_tid) == tid)
+		return s->last_tstate;
 	cached = bpf_map_lookup_elem(&tstates, &tid);
 	if (cached && !read_into(s, L->ts_read, *cached) &&
-	    get_u64(s, L->ts_native_tid) == tid)
+	    get_u64(s, L->ts_native_tid) == tid) {
+		s->last_id = id;
+		s->last_tstate = *cached;
 		return *cached;
+	}
 
 	count(cnt, TB_C_TSTATE_MISS);
 	if (bpf_probe_read_user(&interp, sizeof(interp),
@@ -232,6 +244,8 @@ static __always_inline __u64 find_tstate(struct scratch *s, __u64 *cnt, __u32 ti
 	if (!f.found)
 		return 0;
 	bpf_map_update_elem(&tstates, &tid, &f.found, BPF_ANY);
+	s->last_id = id;
+	s->last_tstate = f.found;
 	return f.found;
 }
 
@@ -323,12 +337,12 @@ static long walk_step(__u32 i, void *arg)
  * Walk the current thread's Python stack into s->stack and c. Returns 0, or
  * the counter that says why there is nothing to report.
  */
-static __always_inline int walk_current(struct walk_ctx *c, __u32 tid)
+static __always_inline int walk_current(struct walk_ctx *c, __u32 pid, __u32 tid)
 {
 	struct scratch *s = c->s;
 	struct tb_walk *L = &s->walk;
 
-	c->tstate = find_tstate(s, c->cnt, tid);
+	c->tstate = find_tstate(s, c->cnt, (__u64)pid << 32 | tid);
 	if (!c->tstate)
 		return TB_C_NO_TSTATE;
 	if (L->ts_exc != TB_NO_OFFSET && get_u64(s, L->ts_exc))
@@ -374,10 +388,16 @@ static __always_inline void read_gil_gc(struct walk_ctx *c)
 static __always_inline int push_stack(struct scratch *s, __u64 id, __u32 depth)
 {
 	__u64 size = TB_STACK_HDR_SIZE + (__u64)depth * sizeof(struct tb_frame);
+	__u64 *seen = &s->recent[id & (RECENT - 1)];
 	__u8 one = 1;
 
-	if (bpf_map_lookup_elem(&sent, &id))
+	/* Userspace keeps every stack it receives: "sent" never expires. */
+	if (*seen == id)
 		return 0;
+	if (bpf_map_lookup_elem(&sent, &id)) {
+		*seen = id;
+		return 0;
+	}
 	if (size > sizeof(s->stack))
 		size = sizeof(s->stack);
 	s->stack.kind = TB_REC_STACK;
@@ -386,6 +406,7 @@ static __always_inline int push_stack(struct scratch *s, __u64 id, __u32 depth)
 	if (bpf_ringbuf_output(&events, &s->stack, size, BPF_RB_FORCE_WAKEUP))
 		return -1;
 	bpf_map_update_elem(&sent, &id, &one, BPF_ANY);
+	*seen = id;
 	return 1;
 }
 
@@ -458,7 +479,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (!begin(&c, L))
 		return 0;
 	count(c.cnt, TB_C_EVENTS);
-	ret = walk_current(&c, tid);
+	ret = walk_current(&c, pid, tid);
 	if (ret) {
 		count(c.cnt, ret);
 		goto out;
@@ -493,7 +514,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u6
 	if (!L || !begin(&c, L))
 		return;
 	/* prev is still current here: its user memory is the one we read. */
-	if (walk_current(&c, tid)) {
+	if (walk_current(&c, pid, tid)) {
 		count(c.cnt, TB_C_OFFCPU_SKIPPED);
 		return;
 	}

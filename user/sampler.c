@@ -85,6 +85,7 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 	s->skel->rodata->period_ns = 1000000000ull / (o->freq ? o->freq : 1000);
 	s->skel->rodata->kernel_stacks = !!o->kernel_stacks;
 	s->skel->rodata->report_all_exec = !!o->report_all_exec;
+	s->skel->rodata->read_status = !!o->read_status;
 	/* Every context switch on the machine would run it: only when needed. */
 	bpf_program__set_autoload(s->skel->progs.on_switch, o->mode == TB_MODE_WALL);
 	ret = tachyon_bpf__load(s->skel);

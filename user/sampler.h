@@ -20,6 +20,7 @@ struct sampler_opts {
 	enum tb_mode mode;
 	int kernel_stacks;	/* --kernel: capture kernel stacks */
 	int report_all_exec;	/* --all-python: every exec is news */
+	int read_status;	/* read GIL and GC state in every sample */
 	ring_buffer_sample_fn on_record;
 	void *ctx;
 };

@@ -501,6 +501,8 @@ int session_start(struct session *s)
 		.event = s->opt->event, .freq = s->opt->period ? 0 : s->opt->freq,
 		.period = s->opt->period, .mode = s->opt->mode,
 		.kernel_stacks = s->opt->kernel, .report_all_exec = s->opt->all_python,
+		/* Two more reads per sample: only when something uses them. */
+		.read_status = s->opt->mode == TB_MODE_GIL || s->opt->gc_frames,
 		.on_record = on_record, .ctx = s,
 	};
 	char err[512];
