@@ -471,8 +471,13 @@ class Frame:
 
 
 _FRAME_RE = re.compile(r"^(.+) \((.+):(\d+)\)$", re.S)
+PROCESS_ROOTS = [False]     # set by tests whose profile has process root frames
 _UNKNOWN_RE = re.compile(r"^<unknown 0x[0-9a-f]+>$")
 MARKERS = ("[truncated]", "[partial]")
+# Frames the options add: kernel functions (--kernel), the GC leaf (--gc),
+# thread roots (--threads). Process roots (--all-python, --subprocesses) are
+# any name at position 0 and are accepted when the caller says so.
+_EXTRA_RE = re.compile(r"^(.+ \[k\]|<GC>|thread \d+( .*)?)$")
 
 
 class Stack:
@@ -525,7 +530,8 @@ def parse_collapsed(data, where=""):
                   "profile line %d frame %d has a control character: %r" % (i, j, raw))
             fr = Frame(raw)
             if fr.marker is not None:
-                ok = (raw in MARKERS and j == 0) or _UNKNOWN_RE.match(raw)
+                ok = ((raw in MARKERS and j <= 2) or _UNKNOWN_RE.match(raw) or
+                      _EXTRA_RE.match(raw) or (j == 0 and PROCESS_ROOTS[0]))
                 check(ok, "profile line %d: malformed frame %r (expected "
                           "`name (file:line)`) %s" % (i, raw[:200], where))
             frames.append(fr)
