@@ -207,9 +207,21 @@ static long find_step(__u32 i, void *arg)
  * tstate" is not used: it is NULL whenever a thread has released the GIL.
  * On success the tstate's first ts_read bytes are left in s->buf.
  */
+/* The thread id as the target's own namespace sees it (native_thread_id). */
+static __always_inline __u32 ns_tid(struct tb_walk *L, __u32 tid)
+{
+	struct bpf_pidns_info ns = {};
+
+	if (!L->pidns_ino)
+		return tid;
+	if (bpf_get_ns_current_pid_tgid(L->pidns_dev, L->pidns_ino, &ns, sizeof(ns)))
+		return 0;
+	return ns.pid;
+}
+
 static __always_inline __u64 find_tstate(struct scratch *s, __u64 *cnt, __u64 id)
 {
-	__u32 tid = (__u32)id;
+	__u32 gtid = (__u32)id, tid = ns_tid(&s->walk, gtid);	/* cache key, compare key */
 	struct tb_walk *L = &s->walk;
 	struct find_ctx f = { .s = s, .tid = tid };
 	__u64 *cached, interp = 0;
@@ -218,7 +230,7 @@ static __always_inline __u64 find_tstate(struct scratch *s, __u64 *cnt, __u64 id
 	if (s->last_id == id && s->last_tstate && !read_into(s, L->ts_read, s->last_tstate) &&
 	    get_u64(s, L->ts_native_tid) == tid)
 		return s->last_tstate;
-	cached = bpf_map_lookup_elem(&tstates, &tid);
+	cached = bpf_map_lookup_elem(&tstates, &gtid);
 	if (cached && !read_into(s, L->ts_read, *cached) &&
 	    get_u64(s, L->ts_native_tid) == tid) {
 		s->last_id = id;
@@ -243,7 +255,7 @@ static __always_inline __u64 find_tstate(struct scratch *s, __u64 *cnt, __u64 id
 	}
 	if (!f.found)
 		return 0;
-	bpf_map_update_elem(&tstates, &tid, &f.found, BPF_ANY);
+	bpf_map_update_elem(&tstates, &gtid, &f.found, BPF_ANY);
 	s->last_id = id;
 	s->last_tstate = f.found;
 	return f.found;

@@ -65,6 +65,10 @@ struct tb_walk {
 	__u8 pad[8];
 	__u64 gil_addr;		/* the GIL struct in use; 0 = unknown */
 	__u64 gc_addr;		/* the GC's "collecting" int; 0 = unknown */
+	/* The process's pid namespace when it is not ours (containers): its
+	 * native_thread_id values are tids as seen in there. 0 = same as ours. */
+	__u64 pidns_dev;
+	__u64 pidns_ino;
 };
 
 /* One Python frame as sampled. */

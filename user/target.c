@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "errors.h"
@@ -176,6 +177,21 @@ static void read_name(struct target *t)
 	target_name_from_cmdline(buf, (size_t)n, t->name, sizeof(t->name));
 }
 
+/* A target in another pid namespace numbers its threads in there. */
+static void read_pidns(struct target *t)
+{
+	struct stat mine, theirs;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", t->pid);
+	if (stat("/proc/self/ns/pid", &mine) || stat(path, &theirs))
+		return;
+	if (mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino)
+		return;
+	t->layout.walk.pidns_dev = theirs.st_dev;
+	t->layout.walk.pidns_ino = theirs.st_ino;
+}
+
 static void read_cwd(struct target *t)
 {
 	char link[64];
@@ -224,6 +240,7 @@ int target_open(pid_t pid, unsigned flags, struct target *t, char *err, size_t e
 	t->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	read_cwd(t);
 	read_name(t);
+	read_pidns(t);
 	tb_debug("pid %d: Python %s, _PyRuntime 0x%llx in %s, layout from %s",
 		 pid, t->version, (unsigned long long)t->loc.runtime_addr,
 		 t->loc.path, t->layout.source);
