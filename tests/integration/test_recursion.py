@@ -8,10 +8,10 @@ MAX_DEPTH = 4096   # TB_MAX_DEPTH
 def test_deep_recursion(python):
     w = start_workload(python, "deep.py", 2000, 60)
     info = w.info
-    res = run_profiler(w.pid, ["-F", 99, "-d", 3], timeout=40, stats=True).expect_ok()
+    res = run_profiler(w.pid, ["-F", 99, "-d", 2], timeout=40, stats=True).expect_ok()
     stacks = res.stacks()
     n = total(stacks)
-    check(n >= 50, "only %d samples in 3 s at 99 Hz %s" % (n, res.where()))
+    check(n >= 50, "only %d samples in 2 s at 99 Hz %s" % (n, res.where()))
     bad = []
     for s in stacks:
         names = s.names
@@ -49,10 +49,10 @@ def test_deep_recursion(python):
 @timeout(60)
 def test_recursion_truncated(python):
     w = start_workload(python, "deep.py", 5000, 60)
-    res = run_profiler(w.pid, ["-F", 49, "-d", 3], timeout=40, stats=True).expect_ok()
+    res = run_profiler(w.pid, ["-F", 49, "-d", 2], timeout=40, stats=True).expect_ok()
     stacks = res.stacks()
     n = total(stacks)
-    check(n >= 20, "only %d samples in 3 s at 49 Hz %s" % (n, res.where()))
+    check(n >= 20, "only %d samples in 2 s at 49 Hz %s" % (n, res.where()))
     bad = []
     for s in stacks:
         real = [f for f in s.frames if f.marker is None]

@@ -7,10 +7,10 @@ from common import check, fail, fmt_stacks, run_profiler, start_workload, timeou
 @timeout(60)
 def test_threads(python):
     w = start_workload(python, "threads8.py", 60)
-    res = run_profiler(w.pid, ["-F", 499, "-d", 3], timeout=30, stats=True).expect_ok()
+    res = run_profiler(w.pid, ["-F", 499, "-d", 2], timeout=30, stats=True).expect_ok()
     stacks = res.stacks()
     n = total(stacks)
-    check(n >= 200, "only %d samples in 3 s at 499 Hz %s" % (n, res.where()))
+    check(n >= 200, "only %d samples in 2 s at 499 Hz %s" % (n, res.where()))
     per = {"worker_%d" % i: 0 for i in range(8)}
     errors = []
     for s in stacks:
