@@ -140,6 +140,9 @@ struct walk_ctx {
 	__u64 tstate;
 	__u32 depth;
 	__u32 flags;
+	__u32 bottom_ok;	/* the last frame seen may end a chain */
+	__u32 check_next;	/* the leaf had not started: vouch for its caller */
+	__u64 leaf;		/* that leaf's address */
 };
 
 struct find_ctx {
@@ -275,13 +278,36 @@ static __always_inline __u64 current_frame(struct scratch *s)
 	return frame;
 }
 
-/* Record the code object of the frame whose bytes are in s->buf. */
-static __always_inline void record_frame(struct walk_ctx *c, __u64 code, __u64 instr)
+/*
+ * Record the frame's code object. Returns 0, or -1 if the pointer is not a
+ * code object: the frame is being built (a leaf caught mid-call; skipped)
+ * or the chain holds stale data, where the walk must stop rather than
+ * report garbage.
+ */
+/*
+ * A frame that has not run its first instruction may not be linked to its
+ * caller yet (3.11/3.12 set `previous` late) and hold a stale link. Its
+ * real caller sits right below it on the frame stack: trust the link only
+ * if the caller's frame ends exactly where the leaf begins.
+ */
+static __always_inline int caller_adjacent(struct walk_ctx *c, __u64 frame)
+{
+	struct scratch *s = c->s;
+	struct tb_walk *L = &s->walk;
+	__u64 words = get_u32(s, L->co_fs_a) + L->co_fs_add;
+
+	if (L->co_fs_b != TB_NO_OFFSET)
+		words += get_u32(s, L->co_fs_b);
+	return frame + words * 8 == c->leaf;
+}
+
+static __always_inline int record_frame(struct walk_ctx *c, __u64 frame, __u64 code,
+					__u64 instr)
 {
 	struct scratch *s = c->s;
 	struct tb_walk *L = &s->walk;
 	struct tb_frame *out;
-	__u32 fp = 0;
+	__u32 fp;
 	__s64 idx;
 
 	idx = (__s64)(instr - (code + L->co_adaptive)) >> 1;
@@ -289,17 +315,19 @@ static __always_inline void record_frame(struct walk_ctx *c, __u64 code, __u64 i
 		idx = -1;
 
 	if (read_into(s, L->co_read, code)) {
-		/* Keep the frame: userspace will try again and say <unknown>. */
 		count(c->cnt, TB_C_READ_CODE);
-	} else {
-		if (L->code_type_addr && get_u64(s, L->co_type) != L->code_type_addr) {
-			count(c->cnt, TB_C_BAD_CODE);
-			return;
-		}
-		fp = get_u32(s, L->co_fp);
-		if (L->co_fp2 != TB_NO_OFFSET)
-			fp ^= get_u32(s, L->co_fp2);
+		return -1;
 	}
+	if (L->code_type_addr && get_u64(s, L->co_type) != L->code_type_addr) {
+		count(c->cnt, TB_C_BAD_CODE);
+		return -1;
+	}
+	if (c->check_next && !caller_adjacent(c, frame))
+		return -1;
+	c->check_next = 0;
+	fp = get_u32(s, L->co_fp);
+	if (L->co_fp2 != TB_NO_OFFSET)
+		fp ^= get_u32(s, L->co_fp2);
 
 	out = &s->stack.frames[c->depth & (TB_MAX_DEPTH - 1)];
 	out->code = code;
@@ -308,6 +336,19 @@ static __always_inline void record_frame(struct walk_ctx *c, __u64 code, __u64 i
 	c->hash = mix(c->hash, code);
 	c->hash = mix(c->hash, ((__u64)(__u32)idx << 32) | fp);
 	c->depth++;
+	return 0;
+}
+
+/* May this frame (bytes in s->buf) be the last of a complete chain? */
+static __always_inline __u32 can_end(struct scratch *s, __u8 owner)
+{
+	struct tb_walk *L = &s->walk;
+
+	if (L->bottom_shim)
+		return owner >= L->owner_skip;
+	if (L->fr_entry != TB_NO_OFFSET)
+		return s->buf[L->fr_entry & BUF_MASK] != 0;
+	return 1;
 }
 
 static long walk_step(__u32 i, void *arg)
@@ -318,8 +359,12 @@ static long walk_step(__u32 i, void *arg)
 	__u64 code, instr, frame = c->frame;
 	__u8 owner;
 
-	if (!frame)
+	if (!frame) {
+		/* The chain ended: did it end where a chain may end? */
+		if (!c->bottom_ok)
+			c->flags |= TB_SF_PARTIAL;
 		return 1;
+	}
 	if (c->depth >= TB_MAX_DEPTH) {
 		c->flags |= TB_SF_TRUNCATED;
 		return 1;
@@ -330,19 +375,30 @@ static long walk_step(__u32 i, void *arg)
 	}
 	owner = s->buf[L->fr_owner & BUF_MASK];
 	c->frame = get_u64(s, L->fr_previous);
+	c->bottom_ok = can_end(s, owner);
 	if (owner == L->owner_stop) {
 		c->frame = 0;
 		return 1;
 	}
-	if (owner >= L->owner_skip)
+	if (owner >= L->owner_skip) {
+		c->check_next = 0;	/* called from C: the link was set first */
 		return 0;	/* C-stack / entry shim: not a Python frame */
+	}
 
 	code = get_u64(s, L->fr_code) & L->exec_mask;
 	instr = get_u64(s, L->fr_instr);
-	if (!code)
+	if (record_frame(c, frame, code, instr) == 0) {
+		if (L->prev_instr && L->co_fs_a != TB_NO_OFFSET && c->depth == 1 &&
+		    s->stack.frames[0].instr == -1) {
+			c->check_next = 1;
+			c->leaf = frame;
+		}
 		return 0;
-	record_frame(c, code, instr);
-	return 0;
+	}
+	if (!c->depth && !i)
+		return 0;	/* an incomplete leaf: its callers may still be good */
+	c->flags |= TB_SF_PARTIAL;
+	return 1;
 }
 
 /*

@@ -62,7 +62,13 @@ struct tb_walk {
 	__u16 gil_locked;	/* GIL struct -> locked (int) */
 	__u8 owner_skip;	/* frames with owner >= this are shims: skipped */
 	__u8 owner_stop;	/* owner value of a sentinel bottom frame, or TB_NO_OWNER */
-	__u8 pad[8];
+	__u8 bottom_shim;	/* a complete chain ends in a shim frame (3.12+) */
+	__u8 prev_instr;	/* 3.11/3.12: instruction index -1 = frame not started */
+	__u8 co_fs_add;		/* frame size in words = co_fs_a + co_fs_b + this */
+	__u8 pad[3];
+	__u16 fr_entry;		/* 3.11: bool is_entry, true in a chain's bottom frame */
+	__u16 co_fs_a;		/* PyCodeObject int: co_framesize or co_nlocalsplus */
+	__u16 co_fs_b;		/* PyCodeObject int: co_stacksize (3.11), or TB_NO_OFFSET */
 	__u64 gil_addr;		/* the GIL struct in use; 0 = unknown */
 	__u64 gc_addr;		/* the GC's "collecting" int; 0 = unknown */
 	/* The process's pid namespace when it is not ours (containers): its

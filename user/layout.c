@@ -123,6 +123,10 @@ static const struct py_layout builtin[] = {
 			/* no co_version: qualname and linetable pointers identify the code */
 			.co_fp = 128, .co_fp2 = 136,
 			.owner_skip = 0xff, .owner_stop = TB_NO_OWNER,
+			.bottom_shim = 0, .fr_entry = 68,	/* no shims: is_entry marks the bottom */
+			.prev_instr = 1,
+			/* frame words: co_nlocalsplus + co_stacksize + 9 specials */
+			.co_fs_a = 76, .co_fs_b = 68, .co_fs_add = 9,
 			.ts_exc = 96,		/* curexc_type */
 			.gil_holder = 8, .gil_locked = 16,
 		},
@@ -145,6 +149,9 @@ static const struct py_layout builtin[] = {
 			.co_type = 8, .co_adaptive = 192,
 			.co_fp = 92, .co_fp2 = NO,
 			.owner_skip = 3, .owner_stop = TB_NO_OWNER,
+			.bottom_shim = 1, .fr_entry = NO,	/* every chain ends in an entry shim */
+			.prev_instr = 1,
+			.co_fs_a = 76, .co_fs_b = NO, .co_fs_add = 0,	/* co_framesize */
 			.ts_exc = 96,		/* current_exception */
 			.gil_holder = 8, .gil_locked = 16,
 		},
@@ -174,7 +181,13 @@ static int finish(struct py_layout *l)
 		w->ts_read = max16(w->ts_read, w->ts_exc + 8);
 	w->fr_read = max16(max16(w->fr_previous, w->fr_code), w->fr_instr) + 8;
 	w->fr_read = max16(w->fr_read, w->fr_owner + 1);
+	if (w->fr_entry != NO)
+		w->fr_read = max16(w->fr_read, w->fr_entry + 1);
 	w->co_read = max16(max16(w->co_type + 8, w->co_fp + 4), fp2);
+	if (w->co_fs_a != NO)
+		w->co_read = max16(w->co_read, w->co_fs_a + 4);
+	if (w->co_fs_b != NO)
+		w->co_read = max16(w->co_read, w->co_fs_b + 4);
 	if (w->ts_read > TB_READ_MAX || w->fr_read > TB_READ_MAX ||
 	    w->co_read > TB_READ_MAX)
 		return LAYOUT_INCONSISTENT;
@@ -316,6 +329,9 @@ static int parse_debug(const uint8_t *b, const struct dbg_pos *p,
 	w->co_fp2 = NO;
 	w->owner_skip = x->owner_skip;
 	w->owner_stop = x->owner_stop;
+	w->bottom_shim = 1;	/* entry frames (3.13, 3.14) or the sentinel (3.15) */
+	w->fr_entry = NO;
+	w->co_fs_a = w->co_fs_b = NO;	/* 3.13+ link a frame before it is current */
 	l->co_size = (uint16_t)co;
 	l->co_version = x->co_version;
 	l->str.ascii_size = ascii;

@@ -192,6 +192,8 @@ static int resolve_one(struct resolved *r, const struct agg_key *k, uint64_t cou
 		struct sym_frame sf2;
 
 		symbols_frame(symbols_get(sym, t, f), f, t, o->full_paths, &sf2);
+		if (sf2.hidden)
+			continue;
 		s->frames[s->depth] = intern(r, sf2.name, sf2.file, sf2.line, sf2.firstlineno);
 		if (!s->frames[s->depth++])
 			return -1;

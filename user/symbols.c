@@ -214,6 +214,12 @@ static void finish_one(const struct target *t, struct pending *p)
 		return;
 	}
 	decode_linetable(t, p);
+	/*
+	 * 3.13+ run a Python __init__ through a shim code object of the
+	 * interpreter's own (name and file "__init__", line 0); tracebacks
+	 * never show it, nor do we.
+	 */
+	p->ci->hidden = !strcmp(p->ci->filename, "__init__") && !p->ci->firstlineno;
 }
 
 /* Read a batch of code objects: their headers, then their strings. */
@@ -323,11 +329,13 @@ void symbols_frame(const struct code_info *ci, const struct tb_frame *f,
 	if (!ci->qualname) {
 		snprintf(out->buf, sizeof(out->buf), "<unknown 0x%llx>", (unsigned long long)f->code);
 		out->name = out->buf;
+		out->hidden = 0;
 		out->file = "";
 		out->line = out->firstlineno = 0;
 		return;
 	}
 	line = ci->lt.n ? linetable_line(&ci->lt, f->instr) : -1;
+	out->hidden = ci->hidden;
 	out->name = ci->qualname;
 	out->file = full_paths ? ci->filename :
 		symbols_short_path(ci->filename, t->cwd, t->cwd_len);

@@ -19,6 +19,7 @@ struct code_info {
 	char *qualname;		/* UTF-8; NULL if the object could not be read */
 	char *filename;		/* UTF-8, full path as CPython has it */
 	int32_t firstlineno;
+	int hidden;		/* an interpreter shim, not user code (3.13+ __init__ cleanup) */
 	struct linetable lt;
 };
 
@@ -41,6 +42,7 @@ struct sym_frame {
 	const char *file;	/* shortened unless full_paths; "" if unknown */
 	int32_t line;		/* executing line (the call, in callers) */
 	int32_t firstlineno;
+	int hidden;		/* leave this frame out */
 	char buf[40];
 };
 
