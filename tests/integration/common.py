@@ -27,6 +27,9 @@ import time
 # line here (or TB_TEST_PYTHONS="3.13.0 3.12.1 3.11.7 /usr/bin/python3.11").
 DEFAULT_PYTHONS = [
     "3.13.0",
+    "3.12.1",
+    "3.11.7",
+    "/usr/bin/python3.11",      # Debian's static, stripped, non-PIE build
 ]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
