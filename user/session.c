@@ -308,6 +308,8 @@ static void on_proc(struct session *s, const struct tb_proc *r)
 		free(child);
 		return;
 	case TB_PROC_EXEC:
+		if (s->child == (int32_t)r->pid)
+			s->child_execd = 1;
 		if (t)
 			end_target(s, t);
 		discover_later(s, (int32_t)r->pid, s->child == (int32_t)r->pid);
@@ -558,6 +560,12 @@ static void child_exited(struct session *s)
 	epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->child_pidfd, NULL);
 	tb_debug("command exited with status %d", s->child_status);
 	s->stop = STOP_TARGETS_EXITED;
+	sampler_consume(&s->sampler);	/* its exec event, if it was quick */
+	if (!s->child_execd)
+		s->stop = STOP_ERROR;	/* exec failed: the child said why */
+	else if (!s->st.processes)
+		tb_warn("%s: not a Python process (or it exited before its interpreter started); nothing profiled",
+			s->opt->cmd[0]);
 }
 
 static void read_signal(struct session *s)
