@@ -25,6 +25,12 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/*
+ * Bumped by userspace whenever it forgets stacks (their process is gone) and
+ * deletes them from `sent`: the per-CPU caches of sent ids start over.
+ */
+volatile __u64 sent_epoch;
+
 /* Set by userspace before load. */
 const volatile __u64 wakeup_bytes = 256 * 1024;
 const volatile __u32 mode = TB_MODE_CPU;
@@ -116,11 +122,16 @@ struct {
  */
 #define RECENT 64	/* stack ids this CPU knows were sent: skips an LRU lookup */
 
+struct recent {
+	__u64 id;
+	__u64 epoch;
+};
+
 struct scratch {
 	struct tb_stack stack;
 	struct tb_walk walk;
 	__u8 buf[TB_READ_MAX + 8];
-	__u64 recent[RECENT];
+	struct recent recent[RECENT];
 	__u64 last_tstate;	/* of last_id: skips a hash lookup while a thread runs */
 	__u64 last_id;		/* pid << 32 | tid it belongs to */
 };
@@ -456,14 +467,15 @@ static __always_inline void read_gil_gc(struct walk_ctx *c)
 static __always_inline int push_stack(struct scratch *s, __u64 id, __u32 depth)
 {
 	__u64 size = TB_STACK_HDR_SIZE + (__u64)depth * sizeof(struct tb_frame);
-	__u64 *seen = &s->recent[id & (RECENT - 1)];
+	struct recent *seen = &s->recent[id & (RECENT - 1)];
+	__u64 epoch = sent_epoch;
 	__u8 one = 1;
 
-	/* Userspace keeps every stack it receives: "sent" never expires. */
-	if (*seen == id)
+	if (seen->id == id && seen->epoch == epoch)
 		return 0;
 	if (bpf_map_lookup_elem(&sent, &id)) {
-		*seen = id;
+		seen->id = id;
+		seen->epoch = epoch;
 		return 0;
 	}
 	if (size > sizeof(s->stack))
@@ -474,7 +486,8 @@ static __always_inline int push_stack(struct scratch *s, __u64 id, __u32 depth)
 	if (bpf_ringbuf_output(&events, &s->stack, size, BPF_RB_FORCE_WAKEUP))
 		return -1;
 	bpf_map_update_elem(&sent, &id, &one, BPF_ANY);
-	*seen = id;
+	seen->id = id;
+	seen->epoch = epoch;
 	return 1;
 }
 

@@ -68,6 +68,12 @@ int profile_count(struct profile *p, const struct agg_key *k, uint64_t n)
 		return -1;
 	*slot = (void *)((uintptr_t)*slot + n);
 	p->samples += n;
+	if (added) {
+		void **st = hmap_get(&p->stacks, &k->stack_id);
+
+		if (st)
+			((struct stack_frames *)*st)->refs++;
+	}
 	return added;
 }
 
@@ -181,9 +187,20 @@ static int resolve_one(struct resolved *r, const struct agg_key *k, uint64_t cou
 		       const struct stack_frames *sf, struct target *t,
 		       struct symbols *sym, const struct resolve_opts *o)
 {
-	struct rsample *s = &r->samples[r->nsamples];
+	struct rsample *s;
 	uint32_t i;
 
+	if (r->nsamples == r->samples_cap) {
+		size_t cap = r->samples_cap ? r->samples_cap * 2 : 256;
+		struct rsample *g = realloc(r->samples, cap * sizeof(*g));
+
+		if (!g)
+			return -1;
+		r->samples = g;
+		r->samples_cap = cap;
+	}
+	s = &r->samples[r->nsamples];
+	memset(s, 0, sizeof(*s));
 	s->frames = calloc(sf->depth + 4 + MAX_KFRAMES, sizeof(*s->frames));
 	if (!s->frames || prefix_frames(r, s, k, o, t))
 		return -1;
@@ -209,36 +226,201 @@ static int resolve_one(struct resolved *r, const struct agg_key *k, uint64_t cou
 	return 0;
 }
 
+int resolved_init(struct resolved *r)
+{
+	if (hmap_init(&r->index, sizeof(struct frame_key)))
+		return -1;
+	return hmap_init(&r->dedup, sizeof(uint64_t) * 2);
+}
+
+/* The frame table of dst rebuilt from src's, same ids. */
+static int copy_frames(const struct resolved *src, struct resolved *dst)
+{
+	size_t i;
+
+	for (i = 0; i < src->nframes; i++) {
+		const struct rframe *f = src->frames[i];
+
+		if (!intern(dst, f->name, f->file, f->line, f->firstlineno))
+			return -1;
+	}
+	return 0;
+}
+
+int resolved_copy(const struct resolved *src, struct resolved *dst)
+{
+	size_t i;
+	uint32_t j;
+
+	dst->event = src->event;
+	dst->freq = src->freq;
+	dst->start_unix = src->start_unix;
+	dst->duration_s = src->duration_s;
+	if (resolved_init(dst) || copy_frames(src, dst))
+		return -1;
+	dst->samples = calloc(src->nsamples + 1, sizeof(*dst->samples));
+	if (!dst->samples)
+		return -1;
+	dst->samples_cap = src->nsamples + 1;
+	for (i = 0; i < src->nsamples; i++) {
+		const struct rsample *a = &src->samples[i];
+		struct rsample *b = &dst->samples[i];
+
+		*b = *a;
+		b->frames = calloc(a->depth + 1, sizeof(*b->frames));
+		if (!b->frames)
+			return -1;
+		dst->nsamples++;
+		for (j = 0; j < a->depth; j++)
+			b->frames[j] = dst->frames[a->frames[j]->id];
+	}
+	dst->total = src->total;
+	return 0;
+}
+
+static int set_procs(struct resolved *r, const struct rproc *procs, uint32_t n)
+{
+	struct rproc *g = realloc(r->procs, (n + 1) * sizeof(*g));
+
+	if (!g)
+		return -1;
+	memcpy(g, procs, n * sizeof(*g));
+	r->procs = g;
+	r->nprocs = n;
+	return 0;
+}
+
 int profile_resolve(struct profile *p, struct target *const *targets, uint32_t ntargets,
-		    struct symbols *sym, const struct resolve_opts *o, struct resolved *r)
+		    const struct rproc *procs, struct symbols *sym,
+		    const struct resolve_opts *o, struct resolved *r)
 {
 	const struct agg_key *k;
 	size_t it = 0;
-	uint32_t i;
 	void **val;
 
-	if (hmap_init(&r->index, sizeof(struct frame_key)))
+	if (!r->index.slots && resolved_init(r))
 		return -1;
-	r->samples = calloc(p->counts.len + 1, sizeof(*r->samples));
-	r->procs = calloc(ntargets + 1, sizeof(*r->procs));
-	if (!r->samples || !r->procs)
+	if (set_procs(r, procs, ntargets))
 		return -1;
-	for (i = 0; i < ntargets; i++) {
-		r->procs[i].pid = targets[i]->pid;
-		snprintf(r->procs[i].version, sizeof(r->procs[i].version), "%s", targets[i]->version);
-		snprintf(r->procs[i].name, sizeof(r->procs[i].name), "%s", targets[i]->name);
-	}
-	r->nprocs = ntargets;
 	while (hmap_next(&p->counts, &it, (const void **)&k, &val)) {
 		const struct stack_frames *sf = profile_stack(p, k->stack_id);
 
-		if (!sf || k->target >= ntargets)
+		if (!sf || k->target >= ntargets || !targets[k->target])
 			continue;
 		if (resolve_one(r, k, (uintptr_t)*val, sf, targets[k->target], sym, o))
 			return -1;
 	}
-	hmap_free(&r->index);
 	return 0;
+}
+
+/* The row a frozen sample merges into: same frames and flags, and the same
+ * process and thread only where the output can tell them apart. */
+static uint64_t row_hash(const struct rsample *s, const struct resolve_opts *o)
+{
+	uint64_t h = hash_bytes(&s->flags, sizeof(s->flags));
+	uint32_t i;
+
+	if (o->show_pids || o->threads)
+		h = h * 31 + s->proc;
+	if (o->threads)
+		h = h * 31 + s->tid;
+	for (i = 0; i < s->depth; i++)
+		h = h * 1000003 + s->frames[i]->id;
+	return h;
+}
+
+static int same_row(const struct rsample *a, const struct rsample *b, const struct resolve_opts *o)
+{
+	if (a->flags != b->flags || a->depth != b->depth)
+		return 0;
+	if ((o->show_pids || o->threads) && a->proc != b->proc)
+		return 0;
+	if (o->threads && a->tid != b->tid)
+		return 0;
+	return !memcmp(a->frames, b->frames, a->depth * sizeof(a->frames[0]));
+}
+
+/* Merge the sample just added (the last one) into an identical row. */
+static void dedup_last(struct resolved *r, const struct resolve_opts *o)
+{
+	struct rsample *s = &r->samples[r->nsamples - 1];
+	uint64_t key[2] = { row_hash(s, o), 0 };
+	void **slot;
+	int added;
+
+	for (;;) {
+		slot = hmap_put(&r->dedup, key, &added);
+		if (!slot)
+			return;
+		if (added) {
+			*slot = (void *)(uintptr_t)r->nsamples;
+			return;
+		}
+		if (same_row(&r->samples[(uintptr_t)*slot - 1], s, o))
+			break;
+		key[1]++;	/* a different row with the same hash */
+	}
+	r->samples[(uintptr_t)*slot - 1].count += s->count;
+	free(s->frames);
+	r->nsamples--;
+}
+
+static void unref_stack(struct profile *p, uint64_t id, uint64_t *dead, size_t *ndead)
+{
+	void **slot = hmap_get(&p->stacks, &id);
+	struct stack_frames *sf;
+
+	if (!slot)
+		return;
+	sf = *slot;
+	if (sf->refs && --sf->refs)
+		return;
+	hmap_del(&p->stacks, &id);
+	free(sf);
+	dead[(*ndead)++] = id;
+}
+
+int profile_freeze(struct profile *p, struct target *t, struct symbols *sym,
+		   const struct resolve_opts *o, struct resolved *frozen,
+		   uint64_t **dead, size_t *ndead)
+{
+	struct agg_key *keys;
+	uint64_t *counts;
+	const struct agg_key *k;
+	size_t it = 0, n = 0, i;
+	void **val;
+	int ret = 0;
+
+	*dead = NULL;
+	*ndead = 0;
+	keys = malloc((p->counts.len + 1) * sizeof(*keys));
+	counts = malloc((p->counts.len + 1) * sizeof(*counts));
+	*dead = malloc((p->counts.len + 1) * sizeof(**dead));
+	if (!keys || !counts || !*dead) {
+		free(keys);
+		free(counts);
+		return -1;
+	}
+	while (hmap_next(&p->counts, &it, (const void **)&k, &val)) {
+		if (k->target != t->id)
+			continue;
+		keys[n] = *k;
+		counts[n++] = (uintptr_t)*val;
+	}
+	for (i = 0; i < n; i++) {
+		const struct stack_frames *sf = profile_stack(p, keys[i].stack_id);
+
+		if (sf && !ret) {
+			ret = resolve_one(frozen, &keys[i], counts[i], sf, t, sym, o);
+			if (!ret)
+				dedup_last(frozen, o);
+		}
+		hmap_del(&p->counts, &keys[i]);
+		unref_stack(p, keys[i].stack_id, *dead, ndead);
+	}
+	free(keys);
+	free(counts);
+	return ret;
 }
 
 void resolved_free(struct resolved *r)
@@ -256,5 +438,6 @@ void resolved_free(struct resolved *r)
 	free(r->frames);
 	free(r->procs);
 	hmap_free(&r->index);
+	hmap_free(&r->dedup);
 	memset(r, 0, sizeof(*r));
 }

@@ -15,6 +15,7 @@
 
 struct stack_frames {
 	uint32_t depth;
+	uint32_t refs;		/* aggregation keys that use it */
 	struct tb_frame frames[];	/* leaf first */
 };
 
@@ -73,6 +74,8 @@ struct resolved {
 	double start_unix;	/* wall-clock start, seconds */
 	double duration_s;
 	struct hmap index;	/* (name, file, line) -> rframe, while building */
+	size_t samples_cap;
+	struct hmap dedup;	/* frozen profiles: identical samples share a row */
 };
 
 struct resolve_opts {
@@ -94,9 +97,23 @@ int profile_add_stack(struct profile *p, const struct tb_stack *rec, size_t size
 const struct stack_frames *profile_stack(const struct profile *p, uint64_t stack_id);
 /* Count one sample. Returns 1 if the key is new, 0 if not, -1 on ENOMEM. */
 int profile_count(struct profile *p, const struct agg_key *k, uint64_t n);
-/* Symbolize every counted sample into r (r's metadata fields are left as set). */
+/* An empty resolved profile to add to. */
+int resolved_init(struct resolved *r);
+/* A deep copy of src (metadata included) that can be added to. */
+int resolved_copy(const struct resolved *src, struct resolved *dst);
+/* Symbolize every counted sample and add it to r. procs[i] describes target
+ * id i (targets[i] may be NULL once its samples have been frozen). */
 int profile_resolve(struct profile *p, struct target *const *targets, uint32_t ntargets,
-		    struct symbols *sym, const struct resolve_opts *o, struct resolved *r);
+		    const struct rproc *procs, struct symbols *sym,
+		    const struct resolve_opts *o, struct resolved *r);
+/*
+ * A process is gone: move its samples, symbolized, into `frozen` (identical
+ * rows merged; pids and tids kept only when the options show them), drop
+ * them here, and return the stack ids nobody uses any more (*dead, malloc'd).
+ */
+int profile_freeze(struct profile *p, struct target *t, struct symbols *sym,
+		   const struct resolve_opts *o, struct resolved *frozen,
+		   uint64_t **dead, size_t *ndead);
 void resolved_free(struct resolved *r);
 
 #endif

@@ -301,6 +301,18 @@ int sampler_offcpu_left(struct sampler *s, struct offcpu_left **out)
 	return n;
 }
 
+void sampler_forget_stacks(struct sampler *s, const uint64_t *ids, size_t n)
+{
+	size_t i;
+
+	if (!n)
+		return;
+	for (i = 0; i < n; i++)
+		bpf_map__delete_elem(s->skel->maps.sent, &ids[i], sizeof(ids[i]), 0);
+	/* Invalidate every CPU's cache of sent ids at once. */
+	__atomic_add_fetch(&s->skel->bss->sent_epoch, 1, __ATOMIC_SEQ_CST);
+}
+
 int sampler_rb_fd(struct sampler *s)
 {
 	return ring_buffer__epoll_fd(s->rb);

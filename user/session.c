@@ -77,10 +77,15 @@ static int add_target(struct session *s, struct target *t)
 	if (s->ntargets == s->cap) {
 		uint32_t cap = s->cap ? s->cap * 2 : 64;
 		struct target **g = realloc(s->targets, cap * sizeof(*g));
+		struct rproc *pr;
 
 		if (!g)
 			return -1;
 		s->targets = g;
+		pr = realloc(s->procs, cap * sizeof(*pr));
+		if (!pr)
+			return -1;
+		s->procs = pr;
 		s->cap = cap;
 	}
 	slot = hmap_put(&s->by_pid, &pid, NULL);
@@ -88,6 +93,9 @@ static int add_target(struct session *s, struct target *t)
 		return -1;
 	t->id = s->ntargets;
 	s->targets[s->ntargets++] = t;
+	s->procs[t->id].pid = t->pid;
+	snprintf(s->procs[t->id].version, sizeof(s->procs[t->id].version), "%s", t->version);
+	snprintf(s->procs[t->id].name, sizeof(s->procs[t->id].name), "%s", t->name);
 	*slot = (void *)(uintptr_t)(t->id + 1);
 	s->alive++;
 	s->st.processes++;
@@ -99,6 +107,71 @@ static int add_target(struct session *s, struct target *t)
 	}
 	tb_debug("pid %d: %s, Python %s", t->pid, t->name, t->version);
 	return 0;
+}
+
+static const char *thread_name(void *ctx, uint32_t target, uint32_t tid);
+static int kernel_frames(void *ctx, int32_t kstack, const char **names, int max);
+static void flush_pending(struct session *s, int final);
+
+static int pending_for(const struct session *s, uint32_t target)
+{
+	size_t i;
+
+	for (i = 0; i < s->npend; i++)
+		if (s->pend[i].k.target == target)
+			return 1;
+	return 0;
+}
+
+static void resolve_opts_of(struct session *s, struct resolve_opts *ro)
+{
+	*ro = (struct resolve_opts){
+		.full_paths = s->opt->full_paths, .threads = s->opt->threads,
+		.gc_frames = s->opt->gc_frames,
+		.proc_root = s->opt->all_python || s->opt->subprocesses,
+		.show_pids = s->opt->show_pids,
+		.thread_name = thread_name, .kernel_frames = kernel_frames, .ctx = s,
+	};
+}
+
+static void forget_threads(struct session *s, uint32_t target)
+{
+	struct thread_key *keys = malloc((s->thread_names.len + 1) * sizeof(*keys));
+	const struct thread_key *k;
+	size_t it = 0, n = 0, i;
+
+	if (!keys)
+		return;
+	while (hmap_next(&s->thread_names, &it, (const void **)&k, NULL))
+		if (k->target == target)
+			keys[n++] = *k;
+	for (i = 0; i < n; i++)
+		free(hmap_del(&s->thread_names, &keys[i]));
+	free(keys);
+}
+
+/*
+ * Memory stays bounded however many processes come and go: a finished one's
+ * samples are symbolized into the frozen profile now (identical rows merged)
+ * and its code objects, stacks and thread names are forgotten.
+ */
+static void freeze_target(struct session *s, struct target *t)
+{
+	struct resolve_opts ro;
+	uint64_t *dead;
+	size_t ndead;
+
+	resolve_opts_of(s, &ro);
+	if (profile_freeze(&s->prof, t, &s->sym, &ro, &s->frozen, &dead, &ndead))
+		tb_warn("pid %d: out of memory while keeping its samples", t->pid);
+	if (s->sampler.skel)
+		sampler_forget_stacks(&s->sampler, dead, ndead);
+	free(dead);
+	symbols_forget(&s->sym, t->id);
+	forget_threads(s, t->id);
+	s->targets[t->id] = NULL;
+	target_close(t);
+	free(t);
 }
 
 /* This incarnation is over (exit or exec); its samples stay in the profile. */
@@ -116,6 +189,10 @@ static void end_target(struct session *s, struct target *t)
 	if (slot && (uintptr_t)*slot == t->id + 1)
 		hmap_del(&s->by_pid, &pid);
 	s->alive--;
+	/* Samples still waiting for their stack would need it. */
+	flush_pending(s, 0);
+	if (!pending_for(s, t->id))
+		freeze_target(s, t);
 }
 
 static void discover_later(struct session *s, int32_t pid, int announce)
@@ -259,6 +336,10 @@ static void note_thread(struct session *s, const struct agg_key *k)
 static void count_sample(struct session *s, const struct agg_key *k, uint64_t weight,
 			 const struct stack_frames *sf)
 {
+	if (!s->targets[k->target]) {
+		s->st.unknown_pid += weight;	/* frozen before its stack came */
+		return;
+	}
 	if (profile_count(&s->prof, k, weight) != 1)
 		return;
 	symbols_resolve(&s->sym, s->targets[k->target], sf->frames, sf->depth);
@@ -397,7 +478,7 @@ int session_open_targets(struct session *s, const struct options *o)
 	s->epfd = s->sigfd = s->child_pidfd = s->child_gate = s->extra_fd = -1;
 	if (hmap_init(&s->by_pid, sizeof(uint32_t)) || profile_init(&s->prof) ||
 	    symbols_init(&s->sym) || hmap_init(&s->thread_names, sizeof(struct thread_key)) ||
-	    hmap_init(&s->refused, sizeof(uint32_t))) {
+	    hmap_init(&s->refused, sizeof(uint32_t)) || resolved_init(&s->frozen)) {
 		tb_error("startup: out of memory (free some memory)");
 		return TB_EXIT_RUNTIME;
 	}
@@ -543,7 +624,7 @@ int session_start(struct session *s)
 
 static void pid_exited(struct session *s, uint32_t idx)
 {
-	if (idx >= s->ntargets || s->targets[idx]->exited)
+	if (idx >= s->ntargets || !s->targets[idx] || s->targets[idx]->exited)
 		return;
 	/* Drain first: its last samples must still find it. */
 	sampler_consume(&s->sampler);
@@ -629,7 +710,7 @@ static void refresh_targets(struct session *s)
 	for (i = 0; i < s->ntargets; i++) {
 		struct target *t = s->targets[i];
 
-		if (!t->exited && target_refresh(t))
+		if (t && !t->exited && target_refresh(t))
 			sampler_add(&s->sampler, t->pid, &t->layout.walk);
 	}
 }
@@ -741,15 +822,17 @@ static int kernel_frames(void *ctx, int32_t kstack, const char **names, int max)
 
 int session_resolve(struct session *s, struct resolved *r)
 {
-	struct resolve_opts ro = {
-		.full_paths = s->opt->full_paths, .threads = s->opt->threads,
-		.gc_frames = s->opt->gc_frames,
-		.proc_root = s->opt->all_python || s->opt->subprocesses,
-		.show_pids = s->opt->show_pids,
-		.thread_name = thread_name, .kernel_frames = kernel_frames, .ctx = s,
-	};
+	struct resolved meta = *r;	/* what the caller set: event, times */
+	struct resolve_opts ro;
 
-	return profile_resolve(&s->prof, s->targets, s->ntargets, &s->sym, &ro, r);
+	resolve_opts_of(s, &ro);
+	if (resolved_copy(&s->frozen, r))
+		return -1;
+	r->event = meta.event;
+	r->freq = meta.freq;
+	r->start_unix = meta.start_unix;
+	r->duration_s = meta.duration_s;
+	return profile_resolve(&s->prof, s->targets, s->ntargets, s->procs, &s->sym, &ro, r);
 }
 
 void session_close(struct session *s)
@@ -762,10 +845,14 @@ void session_close(struct session *s)
 		kill(s->child, SIGTERM);
 	sampler_close(&s->sampler);
 	for (i = 0; i < s->ntargets; i++) {
+		if (!s->targets[i])
+			continue;
 		target_close(s->targets[i]);
 		free(s->targets[i]);
 	}
 	free(s->targets);
+	free(s->procs);
+	resolved_free(&s->frozen);
 	while (hmap_next(&s->thread_names, &it, NULL, &val))
 		free(*val);
 	hmap_free(&s->thread_names);

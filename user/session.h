@@ -59,7 +59,9 @@ struct session {
 	struct sampler sampler;
 	struct profile prof;
 	struct symbols sym;
-	struct target **targets;	/* every incarnation ever profiled */
+	struct target **targets;	/* every incarnation; NULL once frozen */
+	struct rproc *procs;		/* what each target id was, kept after it ends */
+	struct resolved frozen;		/* samples of processes that are gone */
 	uint32_t ntargets, cap;
 	uint32_t alive;			/* targets still running */
 	struct hmap by_pid;		/* pid -> current target index + 1 */

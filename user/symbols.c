@@ -40,19 +40,37 @@ int symbols_init(struct symbols *s)
 	return hmap_init(&s->codes, sizeof(struct code_key));
 }
 
+static void free_info(struct code_info *ci)
+{
+	free(ci->qualname);
+	free(ci->filename);
+	linetable_free(&ci->lt);
+	free(ci);
+}
+
+void symbols_forget(struct symbols *s, uint32_t target)
+{
+	struct code_key *keys = malloc((s->codes.len + 1) * sizeof(*keys));
+	const struct code_key *k;
+	size_t it = 0, n = 0, i;
+
+	if (!keys)
+		return;
+	while (hmap_next(&s->codes, &it, (const void **)&k, NULL))
+		if (k->target == target)
+			keys[n++] = *k;
+	for (i = 0; i < n; i++)
+		free_info(hmap_del(&s->codes, &keys[i]));
+	free(keys);
+}
+
 void symbols_free(struct symbols *s)
 {
 	size_t it = 0;
 	void **val;
 
-	while (hmap_next(&s->codes, &it, NULL, &val)) {
-		struct code_info *ci = *val;
-
-		free(ci->qualname);
-		free(ci->filename);
-		linetable_free(&ci->lt);
-		free(ci);
-	}
+	while (hmap_next(&s->codes, &it, NULL, &val))
+		free_info(*val);
 	hmap_free(&s->codes);
 }
 

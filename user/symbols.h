@@ -33,6 +33,8 @@ void symbols_free(struct symbols *s);
 /* Read every code object of these frames that is not cached yet. */
 void symbols_resolve(struct symbols *s, const struct target *t,
 		     const struct tb_frame *frames, uint32_t n);
+/* Drop every cached code object of one target (its process is gone). */
+void symbols_forget(struct symbols *s, uint32_t target);
 /* The cached entry (after symbols_resolve); never NULL. */
 const struct code_info *symbols_get(struct symbols *s, const struct target *t,
 				    const struct tb_frame *f);
