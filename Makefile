@@ -12,6 +12,7 @@ ARCH	:= $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 CFLAGS	?= -O2 -g
 CFLAGS	+= -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser -Ibpf -I$(OUT)
 LDLIBS	+= $(shell pkg-config --libs libbpf libelf zlib 2>/dev/null || echo -lbpf -lelf -lz)
+LDLIBS	+= $(shell pkg-config --libs ncursesw libcurl 2>/dev/null || echo -lncursesw -ltinfo -lcurl)
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	-I$(OUT) -Ibpf -idirafter /usr/include/$(shell uname -m)-linux-gnu
 
@@ -88,8 +89,60 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@scripts/demo.sh
 
+# The binary in sbin (it needs root or capabilities) and the man page, section 8.
+MANDIR	?= $(PREFIX)/share/man
 install: tachyon-bpf
 	install -D -m 0755 tachyon-bpf $(DESTDIR)$(PREFIX)/sbin/tachyon-bpf
+	install -D -m 0644 doc/tachyon-bpf.8 $(DESTDIR)$(MANDIR)/man8/tachyon-bpf.8
 
 clean:
 	rm -rf $(OUT) tachyon-bpf
+
+# ---- Reliability: fuzzing and sanitizer builds --------------------------------
+# Owned by tests/fuzz/ (see its README). Separate build directories; nothing
+# above depends on this block. `make fuzz` runs every libFuzzer target for
+# FUZZ_SECONDS each, `make fuzz-smoke` for FUZZ_SMOKE_SECONDS (what CI runs),
+# `make sanitize` builds the unit tests and the binary with ASan+UBSan in
+# build-asan/ and runs them plus a few integration tests against that binary.
+FUZZ_SECONDS	?= 60
+FUZZ_SMOKE_SECONDS ?= 10
+FUZZ_OUT	?= build-fuzz
+FUZZ_CC		?= clang
+FUZZ_SAN	:= -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS	:= -g -O1 -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser -Ibpf $(FUZZ_SAN)
+FUZZ_NAMES	:= pyelf layout linetable pystr output
+FUZZ_BIN	:= $(patsubst %,$(FUZZ_OUT)/fuzz_%,$(FUZZ_NAMES))
+FUZZ_SRC	:= user/pyelf.c user/layout.c user/linetable.c user/pystr.c user/hmap.c \
+		   $(sort $(wildcard user/output/*.c))
+FUZZ_OBJ	:= $(patsubst user/%.c,$(FUZZ_OUT)/obj/%.o,$(FUZZ_SRC))
+
+.PHONY: fuzz fuzz-smoke fuzz-build sanitize
+.SECONDARY: $(FUZZ_OBJ)
+
+$(FUZZ_OUT)/obj/%.o: user/%.c $(wildcard user/*.h user/output/*.h) bpf/tachyon.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_OBJ)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) -lelf -lz -o $@
+
+fuzz-build: $(FUZZ_BIN)
+
+fuzz: fuzz-build
+	@FUZZ_OUT=$(FUZZ_OUT) scripts/run-fuzz.sh $(FUZZ_SECONDS)
+
+fuzz-smoke: fuzz-build
+	@FUZZ_OUT=$(FUZZ_OUT) scripts/run-fuzz.sh $(FUZZ_SMOKE_SECONDS)
+
+# The binary inside $(OUT), for builds in another directory (build-asan/).
+$(OUT)/tachyon-bpf: $(OUT)/user/main.o $(USER_OBJ)
+	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
+# The synthetic target whose memory is scribbled over while it is profiled.
+$(OUT)/tests/scribbler: tests/synthetic/scribbler.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE $< -o $@ -lpthread
+
+sanitize: deps
+	@scripts/sanitize.sh
+# ---- end of the reliability block ---------------------------------------------

@@ -7,7 +7,10 @@ pkgs=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcmocka-dev
       pkg-config make gcc python3.11 linux-perf
       # output format tests: protoc --decode_raw reads the pprof output,
       # headless Chromium renders the SVG flame graph
-      protobuf-compiler chromium)
+      protobuf-compiler chromium
+      # top (ncurses, tested in tmux), Pyroscope pushes (libcurl),
+      # the man page (man -l, groff)
+      libncurses-dev libcurl4-openssl-dev tmux man-db groff-base)
 
 missing=()
 for p in "${pkgs[@]}"; do

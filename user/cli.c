@@ -26,6 +26,11 @@ enum {
 	OPT_ALL_PYTHON,
 	OPT_SUBPROCESSES,
 	OPT_PIDS,
+	OPT_SUMMARY,
+	OPT_PYROSCOPE,
+	OPT_APP,
+	OPT_PUSH_INTERVAL,
+	OPT_END,
 };
 
 
@@ -33,8 +38,15 @@ static const char usage_text[] =
 "Usage: tachyon-bpf [OPTIONS] -p PID[,PID...]\n"
 "       tachyon-bpf [OPTIONS] --all-python\n"
 "       tachyon-bpf [OPTIONS] -- COMMAND [ARGS...]\n"
+"       tachyon-bpf top [OPTIONS] -p PID[,PID...] | --all-python\n"
+"       tachyon-bpf dump [OPTIONS] -p PID[,PID...]\n"
 "Sample the Python stacks of running CPython processes from the kernel (eBPF)\n"
 "and write collapsed stacks (flamegraph.pl input) to stdout.\n"
+"\n"
+"Commands (see tachyon-bpf COMMAND --help):\n"
+"  top                      live table of the hottest functions, refreshed\n"
+"                           every second\n"
+"  dump                     print every thread's current Python stack once\n"
 "\n"
 "  -p, --pid PID[,PID...]   processes to profile\n"
 "  -a, --all-python         every Python process on the machine, including ones\n"
@@ -62,6 +74,12 @@ static const char usage_text[] =
 "      --kernel             the kernel stack under the Python leaf ('fn [k]')\n"
 "      --full-filenames     full source paths instead of short ones\n"
 "      --stats FILE         write the closing statistics as JSON to FILE\n"
+"      --summary            also print the top functions (self and total\n"
+"                           samples) to stderr at the end\n"
+"      --pyroscope URL      push the profile of every interval to a Pyroscope\n"
+"                           server (e.g. http://localhost:4040); needs --app\n"
+"      --app NAME           application name in Pyroscope ('app{tag=value}' ok)\n"
+"      --push-interval SEC  seconds between pushes (default 10)\n"
 "      --force-version      profile a pre-release or unknown Python version with\n"
 "                           the nearest known layout (stacks may be wrong)\n"
 "  -v, --verbose            say more on stderr (twice: libbpf debug output)\n"
@@ -75,10 +93,66 @@ static const char usage_text[] =
 "  sudo tachyon-bpf --all-python -F 99 -d 30 > all.folded\n"
 "  sudo tachyon-bpf -F 999 -o prof.svg -- python3 app.py\n"
 "  sudo tachyon-bpf --mode wall -p 1234 -d 10 > wall.folded\n"
+"  sudo tachyon-bpf -p 1234 --pyroscope http://localhost:4040 --app web\n"
+"  sudo tachyon-bpf top -p 1234\n"
+"  sudo tachyon-bpf dump -p 1234\n"
 "\n"
 "Output: one line per distinct stack, root first: 'frame;frame;frame count',\n"
-"each frame 'qualname (file:line)'. Statistics and messages go to stderr.\n"
+"each frame 'qualname (file:line)'. Statistics and messages go to stderr;\n"
+"on a terminal, a progress line too. See tachyon-bpf(8).\n"
 "Exit status: 0 ok, 1 runtime failure, 2 usage error.\n";
+
+static const char top_usage[] =
+"Usage: tachyon-bpf top [OPTIONS] -p PID[,PID...]\n"
+"       tachyon-bpf top [OPTIONS] --all-python\n"
+"A live table of the functions the targets spend their time in, refreshed\n"
+"every second, like py-spy top. Columns: %Self and %Total are shares of the\n"
+"samples of the last refresh interval (self: the function was running;\n"
+"total: it was anywhere on the stack); Self and Total are seconds (samples\n"
+"with -c) since the start.\n"
+"\n"
+"Keys: s or 1 sort by %Self, t or 2 by %Total, 3 by Self, 4 by Total;\n"
+"      p or space pause/resume the display; q quit (so do Ctrl-C and the\n"
+"      exit of every target).\n"
+"\n"
+"  -p, --pid PID[,PID...]   processes to watch\n"
+"  -a, --all-python         every Python process on the machine\n"
+"  -s, --subprocesses       with -p: their descendants too\n"
+"  -F, --frequency HZ       samples per second per CPU (default 99)\n"
+"  -d, --duration SECONDS   quit after this long\n"
+"  -m, --mode MODE          cpu (default), wall or gil, as without top\n"
+"  -c, -e, --no-fallback, --threads, --gc, --kernel, --pids, --full-filenames,\n"
+"  --force-version, --stats FILE, --summary, -v: as without top\n"
+"\n"
+"Examples:\n"
+"  sudo tachyon-bpf top -p 1234\n"
+"  sudo tachyon-bpf top --all-python -F 499 --mode wall\n";
+
+static const char dump_usage[] =
+"Usage: tachyon-bpf dump [OPTIONS] -p PID[,PID...]\n"
+"Print the current Python stack of every thread of each process once, like\n"
+"py-spy dump, and exit. Innermost frame first (like py-spy; the reverse of a\n"
+"Python traceback):\n"
+"\n"
+"  Process 1234: python3 app.py\n"
+"  Python 3.13.0 (/usr/lib/libpython3.13.so.1.0)\n"
+"\n"
+"  Thread 1234 (python3): sleeping\n"
+"    File \"app.py\", line 12, in wait_for_work\n"
+"    File \"app.py\", line 30, in main\n"
+"\n"
+"The stacks are read from the process's memory (process_vm_readv) while it\n"
+"keeps running: it is not stopped and no BPF is loaded. Needs root or\n"
+"CAP_SYS_PTRACE over the target.\n"
+"\n"
+"  -p, --pid PID[,PID...]   processes to dump\n"
+"      --full-filenames     full source paths instead of short ones\n"
+"      --force-version      read a pre-release or unknown Python version with\n"
+"                           the nearest known layout\n"
+"  -v, --verbose            say more on stderr\n"
+"\n"
+"Example:\n"
+"  sudo tachyon-bpf dump -p 1234\n";
 
 static const struct option longopts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -102,6 +176,10 @@ static const struct option longopts[] = {
 	{ "stats", required_argument, NULL, OPT_STATS },
 	{ "force-version", no_argument, NULL, OPT_FORCE_VERSION },
 	{ "version", no_argument, NULL, OPT_VERSION },
+	{ "summary", no_argument, NULL, OPT_SUMMARY },
+	{ "pyroscope", required_argument, NULL, OPT_PYROSCOPE },
+	{ "app", required_argument, NULL, OPT_APP },
+	{ "push-interval", required_argument, NULL, OPT_PUSH_INTERVAL },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -250,6 +328,65 @@ static int parse_period(const char *arg, struct options *o)
 	return 0;
 }
 
+/* Pyroscope takes whole seconds in from/until: an interval below 1 s says nothing. */
+static int parse_push_interval(const char *arg, struct options *o)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || end == arg || *end || !(v >= 1) || v > 86400) {
+		tb_error("--push-interval %s: not a number of seconds from 1 to 86400 (e.g. --push-interval 10)",
+			 arg);
+		return -1;
+	}
+	o->push_interval = v;
+	return 0;
+}
+
+static int parse_pyroscope(const char *arg, struct options *o)
+{
+	if (strncmp(arg, "http://", 7) && strncmp(arg, "https://", 8)) {
+		tb_error("--pyroscope %s: not an http:// or https:// URL (e.g. --pyroscope http://localhost:4040)",
+			 arg);
+		return -1;
+	}
+	if (!arg[arg[4] == 's' ? 8 : 7]) {
+		tb_error("--pyroscope %s: the URL has no host (e.g. --pyroscope http://localhost:4040)",
+			 arg);
+		return -1;
+	}
+	o->pyroscope = arg;
+	return 0;
+}
+
+static int parse_app(const char *arg, struct options *o)
+{
+	if (!*arg) {
+		tb_error("--app: empty name (give the application name, e.g. --app myservice)");
+		return -1;
+	}
+	o->app = arg;
+	return 0;
+}
+
+static int parse_output_opt(int c, const char *arg, struct options *o)
+{
+	switch (c) {
+	case OPT_SUMMARY:
+		o->summary = 1;
+		return 0;
+	case OPT_PYROSCOPE:
+		return parse_pyroscope(arg, o);
+	case OPT_APP:
+		return parse_app(arg, o);
+	case OPT_PUSH_INTERVAL:
+		return parse_push_interval(arg, o);
+	}
+	return -1;
+}
+
 static int parse_flag(int c, struct options *o)
 {
 	switch (c) {
@@ -320,6 +457,8 @@ static int parse_one(int c, const char *arg, struct options *o)
 		o->layout_flags |= LAYOUT_FORCE;
 		return 0;
 	}
+	if (c >= OPT_SUMMARY)
+		return parse_output_opt(c, arg, o);
 	return parse_flag(c, o);
 }
 
@@ -335,52 +474,190 @@ static void bad_option(char **argv, int c)
 		tb_error("%s: unknown option (see tachyon-bpf --help)", arg);
 }
 
+/* The option's long name for messages: "--frequency". */
+static const char *opt_name(int c)
+{
+	static char buf[32];
+	const struct option *lo;
+
+	for (lo = longopts; lo->name; lo++) {
+		if (lo->val == c) {
+			snprintf(buf, sizeof(buf), "--%s", lo->name);
+			return buf;
+		}
+	}
+	snprintf(buf, sizeof(buf), "-%c", c);
+	return buf;
+}
+
+static const char *const command_names[] = {
+	[CMD_RECORD] = "", [CMD_TOP] = "top", [CMD_DUMP] = "dump",
+};
+
+/* Options each subcommand takes; recording takes them all. */
+static const int top_opts[] = {
+	'p', 'a', 's', 'F', 'c', 'd', 'e', 'm', 'v', OPT_PIDS, OPT_FULL_FILENAMES,
+	OPT_FORCE_VERSION, OPT_THREADS, OPT_GC, OPT_KERNEL, OPT_NO_FALLBACK, OPT_SUMMARY,
+	OPT_STATS, 0,
+};
+static const int dump_opts[] = {
+	'p', 'v', OPT_FULL_FILENAMES, OPT_FORCE_VERSION, 0,
+};
+
+static int command_takes(int command, int c)
+{
+	const int *ok = command == CMD_TOP ? top_opts : dump_opts;
+
+	if (command == CMD_RECORD)
+		return 1;
+	for (; *ok; ok++)
+		if (*ok == c)
+			return 1;
+	return 0;
+}
+
+static int command_find(const char *name)
+{
+	int i;
+
+	for (i = CMD_TOP; i <= CMD_DUMP; i++)
+		if (!strcmp(name, command_names[i]))
+			return i;
+	return CMD_RECORD;
+}
+
+static void print_usage(int command)
+{
+	if (command == CMD_TOP)
+		fputs(top_usage, stdout);
+	else if (command == CMD_DUMP)
+		fputs(dump_usage, stdout);
+	else
+		printf(usage_text, writer_names(), event_names());
+}
+
+/* The Pyroscope options come together or not at all. */
+static int check_pyroscope(const struct options *o, int interval_given)
+{
+	if (o->pyroscope && !o->app) {
+		tb_error("--pyroscope: no application name (add --app NAME)");
+		return -1;
+	}
+	if (!o->pyroscope && (o->app || interval_given)) {
+		tb_error("%s: only used with --pyroscope (add --pyroscope URL)",
+			 o->app ? "--app" : "--push-interval");
+		return -1;
+	}
+	return 0;
+}
+
+/* One of -p, --all-python, -- COMMAND, as the command allows. */
+static int check_targets(const struct options *o)
+{
+	int n = !!o->npids + o->all_python + !!o->cmd;
+
+	if (o->command == CMD_DUMP && !o->npids) {
+		tb_error("dump: no target: nothing to dump (give -p PID)");
+		return -1;
+	}
+	if (o->command == CMD_TOP && o->cmd) {
+		tb_error("top: -- COMMAND: top does not start programs (start it elsewhere and give -p PID)");
+		return -1;
+	}
+	if (n == 1)
+		return 0;
+	if (o->command == CMD_TOP)
+		tb_error(n ? "top: targets: give only one of -p PID, --all-python (see tachyon-bpf top --help)" :
+			 "top: no target: nothing to watch (give -p PID or --all-python)");
+	else
+		tb_error(n ? "targets: give only one of -p PID, --all-python, -- COMMAND (see tachyon-bpf --help)" :
+			 "no target: nothing to profile (give -p PID, --all-python or -- COMMAND)");
+	return -1;
+}
+
+static int check_combination(struct options *o, const char *seen)
+{
+	if (check_targets(o))
+		return -1;
+	if (o->period && o->freq_given) {
+		tb_error("-c and -F: give one of them (a period in events, or a frequency)");
+		return -1;
+	}
+	return check_pyroscope(o, seen[OPT_PUSH_INTERVAL]);
+}
+
+/* After the options: "-- COMMAND ARGS", or nothing. */
+static int check_rest(int argc, char **argv, struct options *o)
+{
+	if (optind < argc && strcmp(argv[optind - 1], "--")) {
+		if (o->command)
+			tb_error("%s: unexpected argument (see tachyon-bpf %s --help)", argv[optind],
+				 command_names[o->command]);
+		else
+			tb_error("%s: unexpected argument (put a command after --; see tachyon-bpf --help)",
+				 argv[optind]);
+		return -1;
+	}
+	if (optind < argc)
+		o->cmd = argv + optind;
+	return 0;
+}
+
+/* Help, version, bad options: returns an exit code, or -1 to parse c. */
+static int early_option(int c, char **argv, const struct options *o)
+{
+	if (c == 'h') {
+		print_usage(o->command);
+		return TB_EXIT_OK;
+	}
+	if (c == OPT_VERSION) {
+		printf("tachyon-bpf %s\n", TB_VERSION);
+		return TB_EXIT_OK;
+	}
+	if (c == '?' || c == ':') {
+		bad_option(argv, c);
+		return TB_EXIT_USAGE;
+	}
+	if (!command_takes(o->command, c)) {
+		tb_error("%s: not an option of %s (see tachyon-bpf %s --help)", opt_name(c),
+			 command_names[o->command], command_names[o->command]);
+		return TB_EXIT_USAGE;
+	}
+	if (c == 'e' && !strcmp(optarg, "help")) {
+		list_events();
+		return TB_EXIT_OK;
+	}
+	return -1;
+}
+
 int cli_parse(int argc, char **argv, struct options *o)
 {
-	int c;
+	char seen[OPT_END] = "";
+	int c, ret;
 
 	memset(o, 0, sizeof(*o));
 	o->freq = 99;
 	o->event = event_default();
+	o->push_interval = 10;
+	if (argc > 1)
+		o->command = command_find(argv[1]);
+	if (o->command) {
+		argc--;
+		argv++;
+	}
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:p:F:c:d:o:e:f:m:asvh", longopts, NULL)) != -1) {
-		if (c == 'h') {
-			printf(usage_text, writer_names(), event_names());
-			return TB_EXIT_OK;
-		}
-		if (c == OPT_VERSION) {
-			printf("tachyon-bpf %s\n", TB_VERSION);
-			return TB_EXIT_OK;
-		}
-		if (c == '?' || c == ':') {
-			bad_option(argv, c);
-			return TB_EXIT_USAGE;
-		}
-		if (c == 'e' && !strcmp(optarg, "help")) {
-			list_events();
-			return TB_EXIT_OK;
-		}
+		ret = early_option(c, argv, o);
+		if (ret >= 0)
+			return ret;
+		if (c > 0 && c < OPT_END)
+			seen[c] = 1;
 		if (parse_one(c, optarg, o))
 			return TB_EXIT_USAGE;
 	}
-	if (optind < argc && strcmp(argv[optind - 1], "--")) {
-		tb_error("%s: unexpected argument (put a command after --; see tachyon-bpf --help)",
-			 argv[optind]);
+	if (check_rest(argc, argv, o) || check_combination(o, seen))
 		return TB_EXIT_USAGE;
-	}
-	if (optind < argc)
-		o->cmd = argv + optind;
-	if (!!o->npids + o->all_python + !!o->cmd != 1) {
-		tb_error(o->npids || o->all_python || o->cmd ?
-			 "targets: give only one of -p PID, --all-python, -- COMMAND (see tachyon-bpf --help)" :
-			 "no target: nothing to profile (give -p PID, --all-python or -- COMMAND)");
-		return TB_EXIT_USAGE;
-	}
-	if (o->period && o->freq_given) {
-		tb_error("-c and -F: give one of them (a period in events, or a frequency)");
-		return TB_EXIT_USAGE;
-	}
 	if (!o->writer && o->output)
 		o->writer = writer_for_path(o->output);
 	if (!o->writer)

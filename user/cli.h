@@ -10,7 +10,15 @@
 
 #define CLI_MAX_PIDS 1024
 
+/* What to do: record a profile (the default), or a subcommand. */
+enum tb_command {
+	CMD_RECORD = 0,
+	CMD_TOP,	/* tachyon-bpf top: live table of functions */
+	CMD_DUMP,	/* tachyon-bpf dump: every thread's stack, once */
+};
+
 struct options {
+	int command;		/* enum tb_command */
 	pid_t pids[CLI_MAX_PIDS];
 	int npids;
 	uint64_t freq;		/* -F */
@@ -33,6 +41,10 @@ struct options {
 	int full_paths;
 	const char *stats_path;
 	const struct writer *writer;	/* output format */
+	int summary;		/* --summary: the top-functions table on stderr */
+	const char *pyroscope;	/* --pyroscope URL: push each interval there */
+	const char *app;	/* --app NAME: the application name for Pyroscope */
+	double push_interval;	/* --push-interval, seconds */
 	unsigned layout_flags;
 };
 

@@ -17,10 +17,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "cli.h"
+#include "dump.h"
 #include "errors.h"
 #include "output.h"
+#include "progress.h"
+#include "pyroscope.h"
 #include "session.h"
 #include "stats.h"
+#include "top.h"
 
 #ifndef CAP_PERFMON
 #define CAP_PERFMON 38
@@ -113,61 +117,149 @@ static FILE *open_output(const char *path)
 	return f;
 }
 
+/* What runs from the session's tick while recording. */
+struct hooks {
+	struct progress progress;
+	struct pyroscope pyro;
+	int pyro_on;
+};
+
+static void on_tick(struct session *s, void *ctx)
+{
+	struct hooks *h = ctx;
+
+	if (h->pyro_on && pyroscope_due(&h->pyro)) {
+		/* A failed push prints a line: let it start on a clean one. */
+		progress_clear(&h->progress);
+		pyroscope_push(&h->pyro, s, 0);
+	}
+	progress_tick(&h->progress, s);
+}
+
+static int hooks_attach(struct hooks *h, struct session *s)
+{
+	const struct options *o = s->opt;
+
+	progress_init(&h->progress);
+	if (o->pyroscope) {
+		if (pyroscope_init(&h->pyro, o))
+			return TB_EXIT_RUNTIME;
+		h->pyro_on = 1;
+	}
+	if (!h->progress.on && !h->pyro_on)
+		return 0;
+	s->tick = on_tick;
+	s->tick_ctx = h;
+	s->tick_interval = 0.5;
+	return 0;
+}
+
+static void hooks_free(struct hooks *h)
+{
+	if (h->pyro_on)
+		pyroscope_free(&h->pyro);
+}
+
+/* The profile to its file (not for top: the screen was its output). */
+static int write_profile(struct session *s, FILE *out, const struct resolved *r)
+{
+	if (!out || s->stop == STOP_PIPE_CLOSED)
+		return TB_EXIT_OK;
+	if (!s->opt->writer->write(out, r) || errno == EPIPE)
+		return TB_EXIT_OK;
+	tb_error("writing the profile: %s (check the disk or the -o path)", strerror(errno));
+	return TB_EXIT_RUNTIME;
+}
+
 /* Symbolize, write, report. Returns the exit code. */
-static int finish(struct session *s, FILE *out)
+static int finish(struct session *s, FILE *out, struct hooks *h)
 {
 	struct resolved r = {
 		.event = s->opt->event->name, .freq = s->opt->freq,
 		.start_unix = s->st.start_unix, .duration_s = s->st.seconds,
 	};
-	int ret = TB_EXIT_OK;
+	int ret;
 
 	if (session_resolve(s, &r)) {
 		tb_error("writing the profile: out of memory");
 		resolved_free(&r);
 		return TB_EXIT_RUNTIME;
 	}
-	if (s->stop != STOP_PIPE_CLOSED && s->opt->writer->write(out, &r)) {
-		if (errno != EPIPE) {
-			tb_error("writing the profile: %s (check the disk or the -o path)", strerror(errno));
-			ret = TB_EXIT_RUNTIME;
-		}
-	}
-	stats_print(s, r.total);
+	ret = write_profile(s, out, &r);
+	if (s->opt->summary && output_summary(stderr, &r))
+		tb_warn("--summary: %s", strerror(errno));
+	if (h && h->pyro_on)
+		pyroscope_push(&h->pyro, s, 1);
+	/* top's screen said it all; its statistics only when asked. */
+	if (out || s->opt->verbose)
+		stats_print(s, r.total);
 	if (s->opt->stats_path)
 		stats_write_json(s, r.total);
 	resolved_free(&r);
 	return ret;
 }
 
-int main(int argc, char **argv)
+/* Attach what watches the run: top's screen, or progress and pushes. */
+static int attach(struct session *s, struct top *tp, struct hooks *h)
+{
+	if (s->opt->command == CMD_TOP)
+		return top_attach(tp, s);
+	return hooks_attach(h, s);
+}
+
+static int run(struct options *o, FILE *out)
 {
 	static struct session s;
+	static struct hooks h;
+	static struct top tp;
+	int top = o->command == CMD_TOP, ret;
+
+	ret = session_open_targets(&s, o);
+	if (!ret)
+		ret = attach(&s, &tp, &h);
+	if (!ret)
+		ret = session_start(&s);
+	if (!ret && top)
+		ret = top_begin(&tp);
+	if (!ret) {
+		tb_debug("profiling %u process(es) at %" PRIu64 " Hz with %s", s.ntargets, o->freq,
+			 o->event->name);
+		session_run(&s);
+		if (top)
+			top_end(&tp);
+		else
+			progress_clear(&h.progress);
+		ret = s.stop == STOP_ERROR ? TB_EXIT_RUNTIME : finish(&s, out, top ? NULL : &h);
+	} else if (top) {
+		top_end(&tp);
+	}
+	session_close(&s);
+	hooks_free(&h);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
 	struct options o;
-	FILE *out;
+	FILE *out = NULL;
 	int ret;
 
 	ret = cli_parse(argc, argv, &o);
 	if (ret >= 0)
 		return ret;
+	if (o.command == CMD_DUMP)
+		return dump_main(&o);
 	if (check_privileges() || check_btf())
 		return TB_EXIT_RUNTIME;
 	if (check_event(&o))
 		return TB_EXIT_RUNTIME;
-	out = open_output(o.output);
-	if (!out)
-		return TB_EXIT_RUNTIME;
-	ret = session_open_targets(&s, &o);
-	if (!ret)
-		ret = session_start(&s);
-	if (!ret) {
-		tb_debug("profiling %u process(es) at %" PRIu64 " Hz with %s", s.ntargets, o.freq,
-			 o.event->name);
-		session_run(&s);
-		ret = s.stop == STOP_ERROR ? TB_EXIT_RUNTIME : finish(&s, out);
+	if (o.command != CMD_TOP) {
+		out = open_output(o.output);
+		if (!out)
+			return TB_EXIT_RUNTIME;
 	}
-	session_close(&s);
-	if (out != stdout && fclose(out) && !ret) {
+	ret = run(&o, out);
+	if (out && out != stdout && fclose(out) && !ret) {
 		tb_error("-o %s: %s", o.output, strerror(errno));
 		ret = TB_EXIT_RUNTIME;
 	}

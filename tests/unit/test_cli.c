@@ -153,6 +153,134 @@ static void test_help(void **state)
 	assert_non_null(strstr(out, "cpu-clock"));
 }
 
+static void test_commands(void **state)
+{
+	(void)state;
+	assert_int_equal(PARSE("-p", "1"), -1);
+	assert_int_equal(o.command, CMD_RECORD);
+	assert_int_equal(PARSE("top", "-p", "5", "-F", "49", "--threads"), -1);
+	assert_int_equal(o.command, CMD_TOP);
+	assert_int_equal(o.pids[0], 5);
+	assert_int_equal(o.freq, 49);
+	assert_int_equal(o.threads, 1);
+	assert_int_equal(PARSE("top", "--all-python"), -1);
+	assert_int_equal(o.all_python, 1);
+	assert_int_equal(PARSE("dump", "-p", "7,8", "--full-filenames"), -1);
+	assert_int_equal(o.command, CMD_DUMP);
+	assert_int_equal(o.npids, 2);
+	assert_int_equal(o.full_paths, 1);
+	assert_string_equal(err, "");
+	/* A command only in first place: anywhere else it is a stray word. */
+	assert_int_equal(PARSE("-p", "1", "top"), 2);
+	assert_one_line("top: unexpected argument");
+}
+
+static void test_command_errors(void **state)
+{
+	(void)state;
+	assert_int_equal(PARSE("top"), 2);
+	assert_one_line("top: no target");
+	assert_int_equal(PARSE("top", "-p", "1", "--all-python"), 2);
+	assert_one_line("give only one of");
+	assert_int_equal(PARSE("top", "-p", "1", "-o", "x.svg"), 2);
+	assert_one_line("--output: not an option of top");
+	assert_int_equal(PARSE("top", "-p", "1", "--pyroscope", "http://x", "--app", "a"), 2);
+	assert_one_line("--pyroscope: not an option of top");
+	assert_int_equal(PARSE("top", "-p", "1", "--", "python3"), 2);
+	assert_one_line("top does not start programs");
+	assert_int_equal(PARSE("top", "-p", "1", "stray"), 2);
+	assert_one_line("stray: unexpected argument (see tachyon-bpf top --help)");
+	assert_int_equal(PARSE("dump"), 2);
+	assert_one_line("dump: no target");
+	assert_int_equal(PARSE("dump", "-p", "1", "-F", "99"), 2);
+	assert_one_line("--frequency: not an option of dump");
+	assert_int_equal(PARSE("dump", "--all-python"), 2);
+	assert_one_line("--all-python: not an option of dump");
+	assert_int_equal(PARSE("dump", "-p", "1", "--summary"), 2);
+	assert_one_line("--summary: not an option of dump");
+	assert_int_equal(PARSE("dump", "-p", "x"), 2);
+	assert_one_line("not a process id");
+}
+
+static void test_output_options(void **state)
+{
+	(void)state;
+	assert_int_equal(PARSE("-p", "1", "--summary"), -1);
+	assert_int_equal(o.summary, 1);
+	assert_null(o.pyroscope);
+	assert_true(o.push_interval == 10);
+	assert_int_equal(PARSE("-p", "1", "--pyroscope", "https://p.example:4040/", "--app",
+			       "web{env=prod}", "--push-interval", "2.5"), -1);
+	assert_string_equal(o.pyroscope, "https://p.example:4040/");
+	assert_string_equal(o.app, "web{env=prod}");
+	assert_true(o.push_interval == 2.5);
+	assert_string_equal(err, "");
+}
+
+static void test_output_option_errors(void **state)
+{
+	(void)state;
+	assert_int_equal(PARSE("-p", "1", "--pyroscope", "http://x"), 2);
+	assert_one_line("add --app NAME");
+	assert_int_equal(PARSE("-p", "1", "--app", "a"), 2);
+	assert_one_line("--app: only used with --pyroscope");
+	assert_int_equal(PARSE("-p", "1", "--push-interval", "5"), 2);
+	assert_one_line("--push-interval: only used with --pyroscope");
+	assert_int_equal(PARSE("-p", "1", "--pyroscope", "localhost:4040", "--app", "a"), 2);
+	assert_one_line("not an http:// or https:// URL");
+	assert_int_equal(PARSE("-p", "1", "--pyroscope", "http://", "--app", "a"), 2);
+	assert_one_line("no host");
+	assert_int_equal(PARSE("-p", "1", "--pyroscope", "http://x", "--app", ""), 2);
+	assert_one_line("--app: empty name");
+	assert_int_equal(PARSE("-p", "1", "--pyroscope", "http://x", "--app", "a",
+			       "--push-interval", "0.5"), 2);
+	assert_one_line("--push-interval 0.5");
+	assert_int_equal(PARSE("-p", "1", "--pyroscope", "http://x", "--app", "a",
+			       "--push-interval", "ten"), 2);
+	assert_one_line("--push-interval ten");
+}
+
+/* The help of a command, captured from stdout. */
+static void help_of(const char *cmd, char *out, size_t len)
+{
+	FILE *tmp = tmpfile();
+	int saved = dup(STDOUT_FILENO);
+	size_t n;
+
+	fflush(stdout);
+	dup2(fileno(tmp), STDOUT_FILENO);
+	if (cmd)
+		assert_int_equal(PARSE(cmd, "--help"), 0);
+	else
+		assert_int_equal(PARSE("--help"), 0);
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	rewind(tmp);
+	n = fread(out, 1, len - 1, tmp);
+	out[n] = 0;
+	fclose(tmp);
+}
+
+static void test_command_help(void **state)
+{
+	static char out[16384];
+
+	(void)state;
+	help_of(NULL, out, sizeof(out));
+	assert_non_null(strstr(out, "--summary"));
+	assert_non_null(strstr(out, "--pyroscope URL"));
+	assert_non_null(strstr(out, "tachyon-bpf top"));
+	assert_non_null(strstr(out, "tachyon-bpf dump"));
+	help_of("top", out, sizeof(out));
+	assert_non_null(strstr(out, "Usage: tachyon-bpf top"));
+	assert_non_null(strstr(out, "q quit"));
+	assert_non_null(strstr(out, "%Self"));
+	help_of("dump", out, sizeof(out));
+	assert_non_null(strstr(out, "Usage: tachyon-bpf dump"));
+	assert_non_null(strstr(out, "Innermost frame first"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -162,6 +290,11 @@ int main(void)
 		cmocka_unit_test(test_bad_pid),
 		cmocka_unit_test(test_bad_other),
 		cmocka_unit_test(test_help),
+		cmocka_unit_test(test_commands),
+		cmocka_unit_test(test_command_errors),
+		cmocka_unit_test(test_output_options),
+		cmocka_unit_test(test_output_option_errors),
+		cmocka_unit_test(test_command_help),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* tachyon-bpf dump: see dump.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "dump.h"
+#include "errors.h"
+#include "remote.h"
+#include "symbols.h"
+#include "target.h"
+
+#define MAX_THREADS	(TB_MAX_THREADS * TB_MAX_INTERPS)
+#define WALK_TRIES	3	/* a running thread may move under us: read again */
+#define OBJ_BUF		(TB_READ_MAX + 8)	/* room for an 8-byte field at the last offset */
+
+struct thread {
+	uint64_t tstate;
+	uint64_t tid;
+};
+
+struct stack {
+	struct tb_frame frames[TB_MAX_DEPTH];
+	uint32_t depth;
+	int partial;		/* a frame could not be read */
+	int truncated;		/* deeper than TB_MAX_DEPTH */
+};
+
+/* Like the BPF side: never more than TB_READ_MAX bytes of one object. */
+static int read_obj(pid_t pid, uint64_t addr, uint8_t *buf, uint16_t len)
+{
+	memset(buf, 0, OBJ_BUF);
+	return remote_read(pid, addr, buf, len > TB_READ_MAX ? TB_READ_MAX : len);
+}
+
+static uint64_t get64(const uint8_t *b, uint16_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, b + (off & (TB_READ_MAX - 1)), sizeof(v));
+	return v;
+}
+
+static uint32_t get32(const uint8_t *b, uint16_t off)
+{
+	uint32_t v;
+
+	memcpy(&v, b + (off & (TB_READ_MAX - 1)), sizeof(v));
+	return v;
+}
+
+/* The frame a thread is executing, from its PyThreadState bytes. */
+static uint64_t current_frame(const struct target *t, const uint8_t *ts)
+{
+	const struct tb_walk *w = &t->layout.walk;
+	uint64_t p = get64(ts, w->ts_frame), frame = 0;
+
+	if (w->cframe_frame == TB_NO_OFFSET || !p)
+		return p;
+	/* 3.11/3.12: tstate->cframe->current_frame */
+	if (remote_read(t->pid, p + w->cframe_frame, &frame, sizeof(frame)))
+		return 0;
+	return frame;
+}
+
+/* The frame the thread executes now; 0 if none (or it cannot be read). */
+static uint64_t thread_frame(const struct target *t, uint64_t tstate)
+{
+	uint8_t ts[OBJ_BUF];
+
+	if (read_obj(t->pid, tstate, ts, t->layout.walk.ts_read))
+		return 0;
+	return current_frame(t, ts);
+}
+
+/* Every thread of every interpreter, in list order (newest first). */
+static int read_threads(const struct target *t, struct thread *out, int max)
+{
+	const struct tb_walk *w = &t->layout.walk;
+	uint8_t ts[OBJ_BUF];
+	uint64_t interp = 0, tstate;
+	int i, j, n = 0;
+
+	if (remote_read(t->pid, w->runtime_addr + w->rt_interp_head, &interp, sizeof(interp)))
+		return -1;
+	for (i = 0; i < TB_MAX_INTERPS && interp; i++) {
+		if (remote_read(t->pid, interp + w->interp_threads_head, &tstate, sizeof(tstate)))
+			return -1;
+		for (j = 0; j < TB_MAX_THREADS && tstate && n < max; j++) {
+			if (read_obj(t->pid, tstate, ts, w->ts_read))
+				return -1;
+			out[n].tstate = tstate;
+			out[n].tid = get64(ts, w->ts_native_tid);
+			n++;
+			tstate = get64(ts, w->ts_next);
+		}
+		if (remote_read(t->pid, interp + w->interp_next, &interp, sizeof(interp)))
+			break;
+	}
+	return n;
+}
+
+/* One frame's code object, checked and fingerprinted as the BPF side does. */
+static void record_frame(const struct target *t, struct stack *st, uint64_t code,
+			 uint64_t instr)
+{
+	const struct tb_walk *w = &t->layout.walk;
+	uint8_t co[OBJ_BUF];
+	struct tb_frame *f;
+	int64_t idx;
+	uint32_t fp = 0;
+
+	idx = (int64_t)(instr - (code + w->co_adaptive)) >> 1;
+	if (idx < -1 || idx > 0x3fffffff)
+		idx = -1;
+	if (!read_obj(t->pid, code, co, w->co_read)) {
+		if (w->code_type_addr && get64(co, w->co_type) != w->code_type_addr)
+			return;	/* not a code object: skipped, as in BPF */
+		fp = get32(co, w->co_fp);
+		if (w->co_fp2 != TB_NO_OFFSET)
+			fp ^= get32(co, w->co_fp2);
+	}
+	f = &st->frames[st->depth++];
+	f->code = code;
+	f->instr = (int32_t)idx;
+	f->fp = fp;
+}
+
+/* Walk `previous` from frame: innermost first, shims skipped. */
+static void walk(const struct target *t, uint64_t frame, struct stack *st)
+{
+	const struct tb_walk *w = &t->layout.walk;
+	uint8_t fr[OBJ_BUF];
+	uint64_t code;
+	int i;
+	uint8_t owner;
+
+	st->depth = st->partial = st->truncated = 0;
+	for (i = 0; i < 2 * TB_MAX_DEPTH && frame; i++) {
+		if (st->depth >= TB_MAX_DEPTH) {
+			st->truncated = 1;
+			return;
+		}
+		if (read_obj(t->pid, frame, fr, w->fr_read)) {
+			st->partial = 1;
+			return;
+		}
+		owner = fr[w->fr_owner & (TB_READ_MAX - 1)];
+		frame = get64(fr, w->fr_previous);
+		if (owner == w->owner_stop)
+			return;
+		if (owner >= w->owner_skip)
+			continue;
+		code = get64(fr, w->fr_code) & w->exec_mask;
+		if (code)
+			record_frame(t, st, code, get64(fr, w->fr_instr));
+	}
+}
+
+/* "running", "sleeping", ... from /proc/PID/task/TID/stat. */
+static const char *thread_state(pid_t pid, uint64_t tid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%llu/stat", pid, (unsigned long long)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return "gone";
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return "gone";
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return "unknown";
+	switch (p[2]) {
+	case 'R':
+		return "running";
+	case 'S':
+		return "sleeping";
+	case 'D':
+		return "waiting in the kernel (D)";
+	case 'T':
+	case 't':
+		return "stopped";
+	case 'Z':
+		return "zombie";
+	}
+	return "idle";
+}
+
+static int holds_gil(const struct target *t, uint64_t tstate)
+{
+	const struct tb_walk *w = &t->layout.walk;
+	uint8_t gil[32];
+
+	if (!w->gil_addr || remote_read(t->pid, w->gil_addr, gil, sizeof(gil)))
+		return 0;
+	return get32(gil, w->gil_locked) && get64(gil, w->gil_holder) == tstate;
+}
+
+static void print_frames(const struct target *t, struct symbols *sym, const struct stack *st,
+			 int full_paths)
+{
+	struct sym_frame sf;
+	uint32_t i;
+
+	symbols_resolve(sym, t, st->frames, st->depth);
+	for (i = 0; i < st->depth; i++) {
+		symbols_frame(symbols_get(sym, t, &st->frames[i]), &st->frames[i], t, full_paths,
+			      &sf);
+		if (sf.hidden)
+			continue;
+		if (sf.file[0])
+			printf("  File \"%s\", line %d, in %s\n", sf.file, sf.line, sf.name);
+		else
+			printf("  %s\n", sf.name);
+	}
+	if (!st->depth && !st->partial)
+		printf("  (no Python frames)\n");
+	if (st->partial)
+		printf("  ... (the next frame could not be read: the thread moved on while we read)\n");
+	if (st->truncated)
+		printf("  ... (more than %d frames: the outermost are not shown)\n", TB_MAX_DEPTH);
+}
+
+static void print_thread(const struct target *t, struct symbols *sym, const struct thread *th,
+			 int full_paths)
+{
+	static struct stack st;
+	char name[64] = "?";
+	int try;
+
+	/* A running thread may pop a frame while we walk: start again from
+	 * the frame it executes then. */
+	for (try = 0; try < WALK_TRIES; try++) {
+		walk(t, thread_frame(t, th->tstate), &st);
+		if (!st.partial)
+			break;
+	}
+	proc_comm(t->pid, (pid_t)th->tid, name, sizeof(name));
+	printf("\nThread %llu (%s): %s%s\n", (unsigned long long)th->tid, name,
+	       thread_state(t->pid, th->tid), holds_gil(t, th->tstate) ? ", holds the GIL" : "");
+	print_frames(t, sym, &st, full_paths);
+}
+
+static void print_process(const struct target *t)
+{
+	char path[64], buf[1024];
+	ssize_t n = -1, i;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", t->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	if (n <= 0)
+		n = snprintf(buf, sizeof(buf), "%s", t->name);
+	for (i = 0; i < n; i++)
+		if (!buf[i] || buf[i] == '\n')
+			buf[i] = ' ';
+	while (n > 0 && buf[n - 1] == ' ')
+		n--;
+	buf[n] = 0;
+	printf("Process %d: %s\nPython %s (%s)\n", t->pid, buf, t->version, t->loc.path);
+}
+
+static void open_error(pid_t pid, int ret, const char *why)
+{
+	switch (ret) {
+	case TARGET_NO_PROCESS:
+		tb_error("pid %d: no such process (check the pid; the process may have exited)", pid);
+		return;
+	case TARGET_NOT_PYTHON:
+		tb_error("pid %d: not a Python process: %s (give the pid of a CPython 3.11+ process)",
+			 pid, why);
+		return;
+	case TARGET_ACCESS:
+		tb_error("pid %d: permission denied: %s (needs root or CAP_SYS_PTRACE over the target)",
+			 pid, why);
+		return;
+	case TARGET_UNSUPPORTED:
+		tb_error("pid %d: unsupported Python: %s", pid, why);
+		return;
+	}
+	tb_error("pid %d: cannot inspect the process: %s", pid, why);
+}
+
+static int dump_one(pid_t pid, const struct options *o, struct symbols *sym)
+{
+	static struct thread th[MAX_THREADS];
+	static struct target t;
+	char err[512] = "";
+	int ret, n, i;
+
+	ret = target_open(pid, o->layout_flags, &t, err, sizeof(err));
+	if (ret) {
+		open_error(pid, ret, err[0] ? err : "unknown reason");
+		return TB_EXIT_RUNTIME;
+	}
+	n = read_threads(&t, th, MAX_THREADS);
+	if (n <= 0) {
+		if (n < 0)
+			tb_error("pid %d: cannot read the interpreter's thread list: %s (is the process exiting?)",
+				 pid, strerror(errno));
+		else
+			tb_error("pid %d: the interpreter has no threads yet (try again once it has started)",
+				 pid);
+		target_close(&t);
+		return TB_EXIT_RUNTIME;
+	}
+	print_process(&t);
+	/* The list is newest first: the main thread last. Print it first. */
+	for (i = n - 1; i >= 0; i--)
+		print_thread(&t, sym, &th[i], o->full_paths);
+	target_close(&t);
+	return fflush(stdout) ? TB_EXIT_RUNTIME : TB_EXIT_OK;
+}
+
+int dump_main(const struct options *o)
+{
+	struct symbols sym;
+	int i, ret = TB_EXIT_OK;
+
+	for (i = 0; i < o->npids; i++) {
+		if (symbols_init(&sym)) {
+			tb_error("dump: out of memory (free some memory)");
+			return TB_EXIT_RUNTIME;
+		}
+		if (i)
+			printf("\n");
+		if (dump_one(o->pids[i], o, &sym))
+			ret = TB_EXIT_RUNTIME;
+		symbols_free(&sym);
+	}
+	return ret;
+}

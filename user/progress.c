@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <inttypes.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+#include "progress.h"
+
+#define REDRAW_S	0.45	/* ~2 redraws a second at a 0.5 s tick */
+
+static double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double wall_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void progress_init(struct progress *p)
+{
+	p->on = isatty(STDERR_FILENO);
+	p->drawn = 0;
+	p->last = 0;
+}
+
+void progress_tick(struct progress *p, struct session *s)
+{
+	uint64_t c[TB_NR_COUNTERS] = {0};
+	double now = mono_now(), secs;
+	uint64_t lost;
+
+	if (!p->on || now - p->last < REDRAW_S)
+		return;
+	p->last = now;
+	secs = wall_now() - s->st.start_unix;
+	if (secs < 0.001)
+		secs = 0.001;
+	sampler_counters(&s->sampler, c);
+	lost = c[TB_C_LOST] + c[TB_C_OFFCPU_LOST];
+	/* The cursor goes back to column 0, so a message printed by someone
+	 * else overwrites the line instead of being glued to its end. */
+	fprintf(stderr, "\rtachyon-bpf: %.1f s, %" PRIu64 " samples (%.0f/s), lost %" PRIu64
+		", %u process%s\033[K\r", secs, s->prof.samples, s->prof.samples / secs, lost,
+		s->alive, s->alive == 1 ? "" : "es");
+	fflush(stderr);
+	p->drawn = 1;
+}
+
+void progress_clear(struct progress *p)
+{
+	if (!p->drawn)
+		return;
+	fputs("\r\033[K", stderr);
+	fflush(stderr);
+	p->drawn = 0;
+}
