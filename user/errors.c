@@ -4,12 +4,15 @@
 #include "errors.h"
 
 int tb_verbose;
+void (*tb_before_message)(void);
 
 static void say(const char *prefix, const char *fmt, va_list ap)
 {
 	char line[1024];
 
 	vsnprintf(line, sizeof(line), fmt, ap);
+	if (tb_before_message)
+		tb_before_message();
 	fprintf(stderr, "tachyon-bpf: %s%s\n", prefix, line);
 }
 

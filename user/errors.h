@@ -13,6 +13,8 @@ enum tb_exit {
 };
 
 extern int tb_verbose;
+/* Called before any message is printed (the progress line erases itself). */
+extern void (*tb_before_message)(void);
 
 void tb_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void tb_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

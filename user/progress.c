@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
+#include "errors.h"
 #include "progress.h"
 
 #define REDRAW_S	0.45	/* ~2 redraws a second at a 0.5 s tick */
@@ -23,9 +24,21 @@ static double wall_now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static struct progress *active;
+
+static void clear_active(void)
+{
+	if (active)
+		progress_clear(active);
+}
+
 void progress_init(struct progress *p)
 {
 	p->on = isatty(STDERR_FILENO);
+	if (p->on) {
+		active = p;
+		tb_before_message = clear_active;
+	}
 	p->drawn = 0;
 	p->last = 0;
 }
