@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -199,9 +200,15 @@ static void discover_later(struct session *s, int32_t pid, int announce)
 {
 	size_t i;
 
-	for (i = 0; i < s->ndisc; i++)
-		if (s->disc[i].pid == pid)
-			return;
+	for (i = 0; i < s->ndisc; i++) {
+		if (s->disc[i].pid != pid)
+			continue;
+		/* Another exec: a new image, a new schedule. */
+		s->disc[i].attempts = 0;
+		s->disc[i].next_try = now_s() + retry_after[0];
+		s->disc[i].announce |= announce;
+		return;
+	}
 	if (s->ndisc == s->disc_cap) {
 		size_t cap = s->disc_cap ? s->disc_cap * 2 : 16;
 		struct discover *g = realloc(s->disc, cap * sizeof(*g));
@@ -267,7 +274,31 @@ static void run_discovery(struct session *s)
 	s->ndisc = j;
 }
 
-/* --all-python: every process we have not looked at yet. */
+/*
+ * A cheap fingerprint of the files a process maps: an interpreter loaded
+ * later (dlopen) changes it, and only then is the process worth a new look.
+ */
+static uintptr_t mapped_files(uint32_t pid)
+{
+	char path[64], line[4608];
+	uint64_t h = 1469598103934665603ULL;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 1;
+	while (fgets(line, sizeof(line), f)) {
+		char *file = strchr(line, '/');
+
+		if (file)
+			h = (h ^ hash_bytes(file, strlen(file))) * 1099511628211ULL;
+	}
+	fclose(f);
+	return (uintptr_t)(h | 1);	/* never 0: 0 means "unsupported, final" */
+}
+
+/* --all-python: every process we have not looked at, or whose files changed. */
 static void scan_all(struct session *s)
 {
 	DIR *dir = opendir("/proc");
@@ -277,8 +308,10 @@ static void scan_all(struct session *s)
 	if (!dir)
 		return;
 	while ((e = readdir(dir))) {
+		struct discover d = { 0, MAX_ATTEMPTS - 1, 0, 0 };
+		uintptr_t files;
 		uint32_t pid;
-		int added = 0;
+		void **slot;
 		char *end;
 
 		if (!isdigit((unsigned char)e->d_name[0]))
@@ -286,16 +319,20 @@ static void scan_all(struct session *s)
 		pid = (uint32_t)strtoul(e->d_name, &end, 10);
 		if (*end || pid == self || target_of(s, pid))
 			continue;
-		/* Each pid once (a recycled pid comes back through exec). */
-		hmap_put(&s->refused, &pid, &added);
-		if (!added)
-			continue;
-		hmap_del(&s->refused, &pid);
-		{
-			struct discover d = { (int32_t)pid, MAX_ATTEMPTS - 1, 0, 0 };
+		slot = hmap_get(&s->refused, &pid);
+		if (slot && !*slot)
+			continue;	/* an unsupported Python: said once, left alone */
+		files = mapped_files(pid);
+		if (slot && (uintptr_t)*slot == files)
+			continue;	/* not Python, and nothing new mapped */
+		d.pid = (int32_t)pid;
+		if (try_discover(s, &d) && !target_of(s, pid)) {
+			int added;
 
-			if (try_discover(s, &d) && !target_of(s, pid))
-				hmap_put(&s->refused, &pid, NULL);
+			/* refuse_once() left 0 for an unsupported one: keep it. */
+			slot = hmap_put(&s->refused, &pid, &added);
+			if (slot && (added || *slot))
+				*slot = (void *)files;
 		}
 	}
 	closedir(dir);
@@ -550,6 +587,8 @@ static int spawn_child(struct session *s)
 
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
+		/* Our capabilities are for profiling, not for the command. */
+		prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 		signal(SIGPIPE, SIG_DFL);
 		close(gate[1]);
 		if (read(gate[0], &c, 1) != 1)
@@ -629,6 +668,9 @@ static void pid_exited(struct session *s, uint32_t idx)
 	/* Drain first: its last samples must still find it. */
 	sampler_consume(&s->sampler);
 	flush_pending(s, 0);
+	/* The drain may have carried its exit record, which ended it already. */
+	if (!s->targets[idx] || s->targets[idx]->exited)
+		return;
 	sampler_del(&s->sampler, s->targets[idx]->pid);
 	tb_debug("pid %d exited", s->targets[idx]->pid);
 	end_target(s, s->targets[idx]);

@@ -129,6 +129,9 @@ void target_name_from_cmdline(const char *cmdline, size_t len, char *out, size_t
 	const char *arg = cmdline, *end = cmdline + len, *exe = cmdline;
 
 	snprintf(out, outlen, "%s", len ? base_name(exe) : "?");
+	/* An embedding program's arguments are its own, not a script. */
+	if (strncmp(base_name(exe), "python", 6))
+		return;
 	for (arg += strnlen(arg, (size_t)(end - arg)) + 1; arg < end;
 	     arg += strnlen(arg, (size_t)(end - arg)) + 1) {
 		if (!strcmp(arg, "-m") || !strcmp(arg, "-c")) {

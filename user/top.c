@@ -280,7 +280,7 @@ static const char *targets_text(const struct session *s, char *buf, size_t len)
 	uint32_t i;
 
 	for (i = 0; i < s->ntargets; i++)
-		if (!s->targets[i]->exited)
+		if (s->targets[i] && !s->targets[i]->exited)
 			t = s->targets[i];
 	if (s->opt->all_python)
 		snprintf(buf, len, "all Python processes (%u now)", s->alive);
