@@ -176,6 +176,13 @@ static int finish(struct py_layout *l)
 	struct tb_walk *w = &l->walk;
 	uint16_t fp2 = w->co_fp2 == NO ? 0 : w->co_fp2 + 4;
 
+	/* Offsets near 0xffff would wrap the u16 sums below. */
+	if (max16(max16(w->ts_native_tid, max16(w->ts_next, w->ts_frame)),
+		  max16(max16(w->fr_previous, w->fr_code), max16(w->fr_instr, w->fr_owner))) >
+	    TB_READ_MAX ||
+	    max16(max16(w->co_type, w->co_fp), w->co_fp2 == NO ? 0 : w->co_fp2) > TB_READ_MAX ||
+	    (w->ts_exc != NO && w->ts_exc > TB_READ_MAX))
+		return LAYOUT_INCONSISTENT;
 	w->ts_read = max16(w->ts_native_tid, max16(w->ts_next, w->ts_frame)) + 8;
 	if (w->ts_exc != NO)
 		w->ts_read = max16(w->ts_read, w->ts_exc + 8);
@@ -218,11 +225,12 @@ static uint64_t rd(const uint8_t *buf, uint16_t pos)
 }
 
 /* A field offset must fit in a u16 and lie inside its struct. */
-static int field(const uint8_t *buf, uint16_t pos, uint64_t size, uint16_t *out)
+/* A field of `width` bytes must lie wholly inside its struct of `size`. */
+static int field(const uint8_t *buf, uint16_t pos, uint64_t size, unsigned width, uint16_t *out)
 {
 	uint64_t v = rd(buf, pos);
 
-	if (v >= size || v > 0xfffe)
+	if (v > size || size - v < width || v > 0xfffe)
 		return -1;
 	*out = (uint16_t)v;
 	return 0;
@@ -269,7 +277,7 @@ static int gil_gc(const uint8_t *b, const struct dbg_pos *p, uint64_t is,
 	uint16_t ts_exc = x->ts_exc;
 	int bad = 0;
 
-	bad |= field(b, p->is_ceval_gil, is, &l->gil_ptr_in_interp);
+	bad |= field(b, p->is_ceval_gil, is, 8, &l->gil_ptr_in_interp);
 	if (locked < gil || holder < gil || locked - gil > 24 || holder - gil > 24 ||
 	    gc + coll >= is || gc + coll > 0xfffe)
 		return -1;
@@ -278,7 +286,7 @@ static int gil_gc(const uint8_t *b, const struct dbg_pos *p, uint64_t is,
 	l->walk.gil_holder = (uint16_t)(holder - gil);
 	l->gc_collecting = (uint16_t)(gc + coll);
 	if (p->ts_exc != NO)
-		bad |= field(b, p->ts_exc, rd(b, p->ts_size), &ts_exc);
+		bad |= field(b, p->ts_exc, rd(b, p->ts_size), 8, &ts_exc);
 	l->walk.ts_exc = ts_exc;
 	return bad;
 }
@@ -294,33 +302,33 @@ static int parse_debug(const uint8_t *b, const struct dbg_pos *p,
 
 	w->rt_interp_head = (uint16_t)rd(b, p->rt_interp_head);
 	bad |= w->rt_interp_head != rd(b, p->rt_interp_head);
-	bad |= field(b, p->is_next, is, &w->interp_next);
-	bad |= field(b, p->is_threads_head, is, &w->interp_threads_head);
-	bad |= field(b, p->ts_next, ts, &w->ts_next);
-	bad |= field(b, p->ts_frame, ts, &w->ts_frame);
-	bad |= field(b, p->ts_native_tid, ts, &w->ts_native_tid);
-	bad |= field(b, p->fr_previous, fr, &w->fr_previous);
-	bad |= field(b, p->fr_code, fr, &w->fr_code);
-	bad |= field(b, p->fr_instr, fr, &w->fr_instr);
-	bad |= field(b, p->fr_owner, fr, &w->fr_owner);
-	bad |= field(b, p->co_adaptive, co + 1, &w->co_adaptive);
-	bad |= field(b, p->co_filename, co, &l->co_filename);
-	bad |= field(b, p->co_name, co, &l->co_name);
-	bad |= field(b, p->co_qualname, co, &l->co_qualname);
-	bad |= field(b, p->co_linetable, co, &l->co_linetable);
-	bad |= field(b, p->co_firstlineno, co, &l->co_firstlineno);
-	bad |= field(b, p->ob_type, co, &w->co_type);
-	bad |= field(b, p->by_ob_size, by, &l->str.bytes_size);
-	bad |= field(b, p->by_sval, by + 1, &l->str.bytes_data);
-	bad |= field(b, p->st_state, st, &l->str.state);
-	bad |= field(b, p->st_length, st, &l->str.length);
-	bad |= field(b, p->st_ascii_size, st + 1, &ascii);
+	bad |= field(b, p->is_next, is, 8, &w->interp_next);
+	bad |= field(b, p->is_threads_head, is, 8, &w->interp_threads_head);
+	bad |= field(b, p->ts_next, ts, 8, &w->ts_next);
+	bad |= field(b, p->ts_frame, ts, 8, &w->ts_frame);
+	bad |= field(b, p->ts_native_tid, ts, 8, &w->ts_native_tid);
+	bad |= field(b, p->fr_previous, fr, 8, &w->fr_previous);
+	bad |= field(b, p->fr_code, fr, 8, &w->fr_code);
+	bad |= field(b, p->fr_instr, fr, 8, &w->fr_instr);
+	bad |= field(b, p->fr_owner, fr, 1, &w->fr_owner);
+	bad |= field(b, p->co_adaptive, co, 0, &w->co_adaptive);
+	bad |= field(b, p->co_filename, co, 8, &l->co_filename);
+	bad |= field(b, p->co_name, co, 8, &l->co_name);
+	bad |= field(b, p->co_qualname, co, 8, &l->co_qualname);
+	bad |= field(b, p->co_linetable, co, 8, &l->co_linetable);
+	bad |= field(b, p->co_firstlineno, co, 4, &l->co_firstlineno);
+	bad |= field(b, p->ob_type, co, 8, &w->co_type);
+	bad |= field(b, p->by_ob_size, by, 8, &l->str.bytes_size);
+	bad |= field(b, p->by_sval, by, 0, &l->str.bytes_data);
+	bad |= field(b, p->st_state, st, 4, &l->str.state);
+	bad |= field(b, p->st_length, st, 8, &l->str.length);
+	bad |= field(b, p->st_ascii_size, st, 0, &ascii);
 	if (p->is_code_gen != NO)
-		bad |= field(b, p->is_code_gen, is, &l->interp_code_gen);
+		bad |= field(b, p->is_code_gen, is, 8, &l->interp_code_gen);
 	else
 		l->interp_code_gen = NO;
 	bad |= gil_gc(b, p, is, x, l);
-	if (bad || co > 0xffff || (uint64_t)x->co_version + 4 > co)
+	if (bad || co > LAYOUT_CODE_MAX || (uint64_t)x->co_version + 4 > co)
 		return LAYOUT_INCONSISTENT;
 
 	w->cframe_frame = NO;
@@ -337,7 +345,7 @@ static int parse_debug(const uint8_t *b, const struct dbg_pos *p,
 	l->str.ascii_size = ascii;
 	l->str.compact_size = ascii + x->compact_extra;
 	if (p->st_compact_size != NO &&
-	    field(b, p->st_compact_size, st + 1, &l->str.compact_size))
+	    field(b, p->st_compact_size, st, 0, &l->str.compact_size))
 		return LAYOUT_INCONSISTENT;
 	l->str.state_shift = 0;
 	return finish(l);

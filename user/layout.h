@@ -45,6 +45,9 @@ enum layout_err {
 /* Accept a pre-release or unknown micro version with the nearest layout. */
 #define LAYOUT_FORCE	1u
 
+/* Largest code object header we read (the symbolizer's buffer is larger). */
+#define LAYOUT_CODE_MAX 1024
+
 /* Bytes to read at &_PyRuntime to be sure to cover any known debug offsets. */
 #define LAYOUT_DEBUG_OFFSETS_MAX 1024
 

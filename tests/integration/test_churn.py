@@ -11,6 +11,7 @@ The stats counters must agree with the output.
 from common import check, fail, run_profiler, start_workload, timeout, total
 
 PARTIAL_MAX = 0.01
+STALE_MAX = 0.001
 
 
 @timeout(60)
@@ -69,9 +70,6 @@ def test_call_churn(python):
 
 
 @timeout(60)
-STALE_MAX = 0.001
-
-
 def test_stdlib_churn(python):
     """Fraction arithmetic: frames are pushed constantly (closures, __new__
     from C). No sample may contain garbage: no <unknown> frames, no

@@ -8,6 +8,21 @@
 
 #define LABEL_MAX 8192
 
+/* Where to cut out[0..pos) so that no UTF-8 sequence is left incomplete. */
+static size_t utf8_cut(const char *out, size_t pos)
+{
+	size_t lead = pos, need;
+	unsigned char c;
+
+	while (lead > 0 && ((unsigned char)out[lead - 1] & 0xc0) == 0x80 && pos - lead < 3)
+		lead--;
+	if (lead == 0)
+		return pos;
+	c = (unsigned char)out[lead - 1];
+	need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+	return lead - 1 + need > pos ? lead - 1 : pos;
+}
+
 /* ';' separates frames and '\n' stacks: neither may appear inside a frame. */
 static size_t put_clean(char *out, size_t pos, size_t len, const char *s)
 {
@@ -16,6 +31,8 @@ static size_t put_clean(char *out, size_t pos, size_t len, const char *s)
 
 		out[pos] = c == ';' ? ':' : (c < 0x20 || c == 0x7f) ? ' ' : (char)c;
 	}
+	if (*s)	/* cut short: don't leave half a character */
+		pos = utf8_cut(out, pos);
 	out[pos] = 0;
 	return pos;
 }

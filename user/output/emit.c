@@ -231,7 +231,7 @@ void proc_describe(const struct rproc *p, char *out, size_t len)
 
 #define PROCS_SHOWN 4
 
-void emit_procs(struct emit *e, const struct resolved *r)
+void emit_procs(struct emit *e, const struct resolved *r, int xml)
 {
 	char buf[160];
 	size_t i;
@@ -239,7 +239,10 @@ void emit_procs(struct emit *e, const struct resolved *r)
 	for (i = 0; i < r->nprocs && i < PROCS_SHOWN; i++) {
 		proc_describe(&r->procs[i], buf, sizeof(buf));
 		emit_str(e, i ? ", " : "; ");
-		emit_text(e, buf);
+		if (xml)	/* process names come from the target: escape them */
+			emit_xml(e, buf);
+		else
+			emit_text(e, buf);
 	}
 	if (r->nprocs > PROCS_SHOWN)
 		emit_printf(e, " and %zu more processes", r->nprocs - PROCS_SHOWN);

@@ -56,7 +56,7 @@ uint32_t *frames_rank(const struct resolved *r);
 /* "pid 123 app.py (Python 3.13.0)"; the name is left out when unknown. */
 void proc_describe(const struct rproc *p, char *out, size_t len);
 /* "; pid 1 (Python 3.13.0), pid 2 (...)": the first few processes. */
-void emit_procs(struct emit *e, const struct resolved *r);
+void emit_procs(struct emit *e, const struct resolved *r, int xml);
 
 /*
  * Sample indexes sorted by stack, frame by frame from the root in label

@@ -58,7 +58,7 @@ static void header(struct emit *e, const struct resolved *r)
 {
 	emit_printf(e, "# %" PRIu64 " samples in %.1f s (%s, %" PRIu64 " Hz)",
 		    r->total, r->duration_s, r->event ? r->event : "samples", r->freq);
-	emit_procs(e, r);
+	emit_procs(e, r, 0);
 	emit_str(e, "\n");
 	emit_printf(e, "%7s %7s %9s %9s  %s\n", "self%", "total%", "self", "total",
 		    "function (file:firstline)");

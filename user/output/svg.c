@@ -351,7 +351,7 @@ static void subtitle(struct emit *e, const struct resolved *r)
 {
 	emit_printf(e, "%" PRIu64 " samples, %s at %" PRIu64 " Hz, %.1f s", r->total,
 		    r->event ? r->event : "samples", r->freq, r->duration_s);
-	emit_procs(e, r);
+	emit_procs(e, r, 1);
 }
 
 static void svg_head(struct emit *e, const struct resolved *r, int height)
