@@ -56,7 +56,7 @@ $(OUT)/tests/%: tests/unit/%.c $(USER_OBJ) $(wildcard tests/unit/*.h tests/unit/
 	$(CC) $(CFLAGS) -Itests/unit $< $(USER_OBJ) $(LDLIBS) -lcmocka -o $@
 
 # Test programs: a synthetic 3.14/3.15 interpreter, and an embedded one.
-TEST_PROGS := $(OUT)/tests/fakepy $(OUT)/tests/embedded
+TEST_PROGS := $(OUT)/tests/fakepy $(OUT)/tests/embedded $(OUT)/tests/scribbler
 $(OUT)/tests/fakepy: tests/synthetic/fakepy.c
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -rdynamic $< -o $@ -lpthread
@@ -109,22 +109,23 @@ FUZZ_SMOKE_SECONDS ?= 10
 FUZZ_OUT	?= build-fuzz
 FUZZ_CC		?= clang
 FUZZ_SAN	:= -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-FUZZ_CFLAGS	:= -g -O1 -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser -Ibpf $(FUZZ_SAN)
+FUZZ_CFLAGS	:= -g -O1 -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser -Ibpf -I$(OUT) $(FUZZ_SAN)
 FUZZ_NAMES	:= pyelf layout linetable pystr output
 FUZZ_BIN	:= $(patsubst %,$(FUZZ_OUT)/fuzz_%,$(FUZZ_NAMES))
-FUZZ_SRC	:= user/pyelf.c user/layout.c user/linetable.c user/pystr.c user/hmap.c \
-		   $(sort $(wildcard user/output/*.c))
+# Every userspace object but main: a target links what it needs.
+FUZZ_SRC	:= $(USER_SRC)
 FUZZ_OBJ	:= $(patsubst user/%.c,$(FUZZ_OUT)/obj/%.o,$(FUZZ_SRC))
 
 .PHONY: fuzz fuzz-smoke fuzz-build sanitize
 .SECONDARY: $(FUZZ_OBJ)
 
-$(FUZZ_OUT)/obj/%.o: user/%.c $(wildcard user/*.h user/output/*.h) bpf/tachyon.h
+$(FUZZ_OUT)/obj/%.o: user/%.c $(wildcard user/*.h user/output/*.h) bpf/tachyon.h \
+		$(OUT)/tachyon.skel.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
 $(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_OBJ)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) -lelf -lz -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) $(LDLIBS) -o $@
 
 fuzz-build: $(FUZZ_BIN)
 
@@ -139,7 +140,7 @@ $(OUT)/tachyon-bpf: $(OUT)/user/main.o $(USER_OBJ)
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
 # The synthetic target whose memory is scribbled over while it is profiled.
-$(OUT)/tests/scribbler: tests/synthetic/scribbler.c
+$(OUT)/tests/scribbler: tests/synthetic/scribbler.c tests/synthetic/fakepy.c
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE $< -o $@ -lpthread
 

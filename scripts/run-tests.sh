@@ -32,5 +32,31 @@ if [ "${TB_SKIP_INTEGRATION:-0}" != 1 ]; then
 	fi
 fi
 
+# Fuzz smoke (make fuzz-smoke: 10 s per target) and the ASan/UBSan build
+# (scripts/sanitize.sh): each ends with "WORD: N passed, M failed".
+add_summary() {
+	local line=$1 what=$2 f
+	if [ -z "$line" ]; then
+		echo "$what: no summary line (it did not finish)"
+		failed=$((failed + 1))
+		return
+	fi
+	line=${line#*: }
+	passed=$((passed + ${line%% passed*}))
+	f=${line#*passed, }; failed=$((failed + ${f%% failed*}))
+}
+if [ "${TB_SKIP_FUZZ:-0}" != 1 ]; then
+	out=$(mktemp)
+	make --no-print-directory fuzz-smoke 2>&1 | tee "$out"
+	add_summary "$(grep -E '^fuzz: [0-9]+ passed, [0-9]+ failed' "$out" | tail -1)" fuzz
+	rm -f "$out"
+fi
+if [ "${TB_SKIP_INTEGRATION:-0}" != 1 ] && [ "${TB_SKIP_SANITIZE:-0}" != 1 ]; then
+	out=$(mktemp)
+	scripts/sanitize.sh 2>&1 | tee "$out"
+	add_summary "$(grep -E '^sanitize: [0-9]+ passed, [0-9]+ failed' "$out" | tail -1)" sanitize
+	rm -f "$out"
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -33,7 +33,8 @@ static inline void *slot_key(const struct hmap *m, size_t i)
 
 static inline void **slot_val(const struct hmap *m, size_t i)
 {
-	return (void **)(m->slots + i * m->slot_size + 8 + m->key_size);
+	/* after the key padded to 8 bytes: the value is 8-aligned */
+	return (void **)(m->slots + (i + 1) * m->slot_size - 8);
 }
 
 int hmap_init(struct hmap *m, size_t key_size)

@@ -203,6 +203,8 @@ int linetable_decode(const uint8_t *buf, size_t len, int32_t firstlineno,
 	out->firstlineno = firstlineno;
 	if ((!buf && len) || len > LINETABLE_MAX_BYTES)
 		return -1;
+	if (!len)
+		return 0;	/* no table, no ranges (and no NULL + 0) */
 	if (walk(buf, len, firstlineno, NULL, &n))
 		return -1;
 	if (!n)

@@ -19,6 +19,7 @@
 #include "cli.h"
 #include "dump.h"
 #include "errors.h"
+#include "safefile.h"
 #include "output.h"
 #include "progress.h"
 #include "pyroscope.h"
@@ -100,20 +101,15 @@ static int check_event(struct options *o)
 
 static FILE *open_output(const char *path)
 {
+	char why[128];
 	FILE *f;
-	int fd;
 
 	if (!path)
 		return stdout;
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0) {
-		tb_error("-o %s: %s (choose a writable path)", path,
-			 errno == ELOOP ? "is a symbolic link" : strerror(errno));
-		return NULL;
-	}
-	f = fdopen(fd, "w");
+	/* Not truncated yet: a run that fails keeps what the file held. */
+	f = safe_open(path, why, sizeof(why));
 	if (!f)
-		close(fd);
+		tb_error("-o %s: %s (choose a writable path)", path, why);
 	return f;
 }
 
@@ -165,6 +161,10 @@ static int write_profile(struct session *s, FILE *out, const struct resolved *r)
 {
 	if (!out || s->stop == STOP_PIPE_CLOSED)
 		return TB_EXIT_OK;
+	if (out != stdout && safe_truncate(out)) {
+		tb_error("-o %s: %s", s->opt->output, strerror(errno));
+		return TB_EXIT_RUNTIME;
+	}
 	if (!s->opt->writer->write(out, r) || errno == EPIPE)
 		return TB_EXIT_OK;
 	tb_error("writing the profile: %s (check the disk or the -o path)", strerror(errno));

@@ -339,6 +339,52 @@ static void scan_all(struct session *s)
 	s->next_scan = now_s() + RESCAN_S;
 }
 
+static uint32_t parent_of(uint32_t pid)
+{
+	char path[64], buf[512], *p;
+	unsigned ppid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;	/* comm may hold ')' */
+	if (!p || sscanf(p, ") %*c %u", &ppid) != 1)
+		ppid = 0;
+	fclose(f);
+	return ppid;
+}
+
+/* --subprocesses: descendants that were already running when we started. */
+static void adopt_descendants(struct session *s)
+{
+	DIR *dir = opendir("/proc");
+	struct dirent *e;
+	int i, depth;
+
+	if (!dir)
+		return;
+	while ((e = readdir(dir))) {
+		uint32_t pid = (uint32_t)strtoul(e->d_name, NULL, 10), up = pid;
+
+		if (!pid || target_of(s, pid))
+			continue;
+		for (depth = 0; depth < 64 && up > 1; depth++) {
+			up = parent_of(up);
+			for (i = 0; i < s->opt->npids; i++) {
+				if ((pid_t)up != s->opt->pids[i])
+					continue;
+				sampler_watch(&s->sampler, (pid_t)pid, 1);
+				discover_later(s, (int32_t)pid, 0);
+				goto next;
+			}
+		}
+next:;
+	}
+	closedir(dir);
+}
+
 static int add_pending(struct session *s, const struct agg_key *k, uint64_t weight)
 {
 	if (s->npend == s->pend_cap) {
@@ -495,8 +541,13 @@ static void target_error(pid_t pid, int ret, const char *detail)
 			 pid, detail);
 		return;
 	case TARGET_ACCESS:
-		tb_error("pid %d: permission denied: %s (needs root or CAP_SYS_PTRACE over the target, and the same pid namespace)",
-			 pid, detail);
+		/* Reading the process needs CAP_SYS_PTRACE; reading its files, DAC. */
+		if (strstr(detail, "cannot open "))
+			tb_error("pid %d: permission denied: %s (needs root, or CAP_DAC_READ_SEARCH to read the interpreter's files)",
+				 pid, detail);
+		else
+			tb_error("pid %d: permission denied: %s (needs root or CAP_SYS_PTRACE over the target, and the same pid namespace)",
+				 pid, detail);
 		return;
 	case TARGET_UNSUPPORTED:
 		tb_error("pid %d: unsupported Python: %s", pid, detail);
@@ -657,6 +708,8 @@ int session_start(struct session *s)
 	s->st.ncpus = s->sampler.nlinks;
 	if (s->opt->all_python)
 		scan_all(s);
+	else if (s->opt->subprocesses && s->opt->npids)
+		adopt_descendants(s);
 	release_child(s);
 	return 0;
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "errors.h"
+#include "safefile.h"
 #include "stats.h"
 
 static const char *mode_name(int mode)
@@ -75,10 +76,13 @@ void stats_write_json(const struct session *s, uint64_t written)
 	const uint64_t *c = st->bpf;
 	double secs = st->seconds > 0 ? st->seconds : 1;
 	struct stats_summary sum;
-	FILE *f = fopen(s->opt->stats_path, "we");
+	char why[128];
+	FILE *f = safe_open(s->opt->stats_path, why, sizeof(why));
 
-	if (!f) {
-		tb_warn("--stats %s: %s", s->opt->stats_path, strerror(errno));
+	if (!f || safe_truncate(f)) {
+		tb_warn("--stats %s: %s", s->opt->stats_path, f ? strerror(errno) : why);
+		if (f)
+			fclose(f);
 		return;
 	}
 	stats_summarize(s, written, &sum);

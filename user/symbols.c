@@ -358,5 +358,7 @@ void symbols_frame(const struct code_info *ci, const struct tb_frame *f,
 	out->file = full_paths ? ci->filename :
 		symbols_short_path(ci->filename, t->cwd, t->cwd_len);
 	out->line = line < 0 ? ci->firstlineno : line;
+	if (out->line < 0)
+		out->line = 0;	/* a scribbled co_firstlineno: no such line */
 	out->firstlineno = ci->firstlineno;
 }

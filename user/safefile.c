@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "safefile.h"
+
+FILE *safe_open(const char *path, char *why, size_t whylen)
+{
+	struct stat st;
+	FILE *f;
+	int fd, e;
+
+	/* O_NONBLOCK: opening a FIFO that has no reader fails (ENXIO) instead of hanging. */
+	fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		e = errno;
+		snprintf(why, whylen, "%s", e == ELOOP ? "is a symbolic link" :
+			 e == ENXIO ? "is a FIFO or socket" : strerror(e));
+		errno = e;
+		return NULL;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    st.st_nlink > 1) {
+		e = errno;
+		if (!S_ISREG(st.st_mode))
+			snprintf(why, whylen, "not a regular file");
+		else if (st.st_uid != geteuid())
+			snprintf(why, whylen, "exists and belongs to uid %u (remove it or choose another name)",
+				 (unsigned)st.st_uid);
+		else if (st.st_nlink > 1)
+			snprintf(why, whylen, "has other hard links");
+		else
+			snprintf(why, whylen, "%s", strerror(e));
+		close(fd);
+		errno = EPERM;
+		return NULL;
+	}
+	/* A file of our own from an earlier run: no looser than 0644. */
+	if (st.st_mode & 0022)
+		fchmod(fd, st.st_mode & 0755);
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	f = fdopen(fd, "w");
+	if (!f) {
+		e = errno;
+		snprintf(why, whylen, "%s", strerror(e));
+		close(fd);
+		errno = e;
+	}
+	return f;
+}
+
+int safe_truncate(FILE *f)
+{
+	if (fflush(f) || ftruncate(fileno(f), 0) || fseek(f, 0, SEEK_SET))
+		return -1;
+	return 0;
+}

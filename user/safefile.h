@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Output files opened safely when running as root: never through a symbolic
+ * link, never a FIFO or device, never a file someone else owns or that has
+ * other hard links (a file planted in /tmp), created 0644 (less the umask),
+ * and not truncated until the caller has something to write.
+ */
+#ifndef TB_SAFEFILE_H
+#define TB_SAFEFILE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* A FILE for writing path, positioned at 0, NOT truncated; NULL with a
+ * short reason in why (errno set). */
+FILE *safe_open(const char *path, char *why, size_t whylen);
+/* Drop what the file held before: call right before writing. 0 or -1. */
+int safe_truncate(FILE *f);
+
+#endif
