@@ -272,27 +272,6 @@ static void print_process(const struct target *t)
 	printf("Process %d: %s\nPython %s (%s)\n", t->pid, buf, t->version, t->loc.path);
 }
 
-static void open_error(pid_t pid, int ret, const char *why)
-{
-	switch (ret) {
-	case TARGET_NO_PROCESS:
-		tb_error("pid %d: no such process (check the pid; the process may have exited)", pid);
-		return;
-	case TARGET_NOT_PYTHON:
-		tb_error("pid %d: not a Python process: %s (give the pid of a CPython 3.11+ process)",
-			 pid, why);
-		return;
-	case TARGET_ACCESS:
-		tb_error("pid %d: permission denied: %s (needs root or CAP_SYS_PTRACE over the target)",
-			 pid, why);
-		return;
-	case TARGET_UNSUPPORTED:
-		tb_error("pid %d: unsupported Python: %s", pid, why);
-		return;
-	}
-	tb_error("pid %d: cannot inspect the process: %s", pid, why);
-}
-
 static int dump_one(pid_t pid, const struct options *o, struct symbols *sym)
 {
 	static struct thread th[MAX_THREADS];
@@ -302,7 +281,7 @@ static int dump_one(pid_t pid, const struct options *o, struct symbols *sym)
 
 	ret = target_open(pid, o->layout_flags, &t, err, sizeof(err));
 	if (ret) {
-		open_error(pid, ret, err[0] ? err : "unknown reason");
+		target_report(pid, ret, err[0] ? err : "unknown reason");
 		return TB_EXIT_RUNTIME;
 	}
 	n = read_threads(&t, th, MAX_THREADS);

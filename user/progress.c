@@ -3,26 +3,11 @@
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
+#include "clock.h"
 #include "errors.h"
 #include "progress.h"
 
 #define REDRAW_S	0.45	/* ~2 redraws a second at a 0.5 s tick */
-
-static double mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static double wall_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static struct progress *active;
 

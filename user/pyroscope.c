@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "clock.h"
 #include "errors.h"
 #include "pyroscope.h"
 
@@ -18,22 +19,6 @@ struct body {
 	size_t len, cap;
 	uint64_t samples;
 };
-
-static double mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static double wall_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* "http://host:4040/" -> "http://host:4040/ingest?name=APP&" */
 static char *ingest_prefix(CURL *curl, const char *url, const char *app)

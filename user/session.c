@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "clock.h"
 #include "errors.h"
 #include "session.h"
 
@@ -41,14 +42,6 @@ struct thread_key {
 	uint32_t target;
 	uint32_t tid;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static struct target *target_of(struct session *s, uint32_t pid)
 {
@@ -205,7 +198,7 @@ static void discover_later(struct session *s, int32_t pid, int announce)
 			continue;
 		/* Another exec: a new image, a new schedule. */
 		s->disc[i].attempts = 0;
-		s->disc[i].next_try = now_s() + retry_after[0];
+		s->disc[i].next_try = mono_now() + retry_after[0];
 		s->disc[i].announce |= announce;
 		return;
 	}
@@ -218,7 +211,7 @@ static void discover_later(struct session *s, int32_t pid, int announce)
 		s->disc = g;
 		s->disc_cap = cap;
 	}
-	s->disc[s->ndisc++] = (struct discover){ pid, 0, now_s() + retry_after[0], announce };
+	s->disc[s->ndisc++] = (struct discover){ pid, 0, mono_now() + retry_after[0], announce };
 }
 
 static void refuse_once(struct session *s, int32_t pid, const char *why)
@@ -256,13 +249,13 @@ static int try_discover(struct session *s, struct discover *d)
 			tb_warn("pid %d: not a Python process: %s", d->pid, err);
 		return 1;
 	}
-	d->next_try = now_s() + retry_after[d->attempts];
+	d->next_try = mono_now() + retry_after[d->attempts];
 	return 0;
 }
 
 static void run_discovery(struct session *s)
 {
-	double now = now_s();
+	double now = mono_now();
 	size_t i, j = 0;
 
 	for (i = 0; i < s->ndisc; i++) {
@@ -336,7 +329,7 @@ static void scan_all(struct session *s)
 		}
 	}
 	closedir(dir);
-	s->next_scan = now_s() + RESCAN_S;
+	s->next_scan = mono_now() + RESCAN_S;
 }
 
 static uint32_t parent_of(uint32_t pid)
@@ -530,31 +523,6 @@ static void flush_pending(struct session *s, int final)
 	s->npend = j;
 }
 
-static void target_error(pid_t pid, int ret, const char *detail)
-{
-	switch (ret) {
-	case TARGET_NO_PROCESS:
-		tb_error("pid %d: no such process (check the pid; the process may have exited)", pid);
-		return;
-	case TARGET_NOT_PYTHON:
-		tb_error("pid %d: not a Python process: %s (give the pid of a CPython 3.11+ process)",
-			 pid, detail);
-		return;
-	case TARGET_ACCESS:
-		/* Reading the process needs CAP_SYS_PTRACE; reading its files, DAC. */
-		if (strstr(detail, "cannot open "))
-			tb_error("pid %d: permission denied: %s (needs root, or CAP_DAC_READ_SEARCH to read the interpreter's files)",
-				 pid, detail);
-		else
-			tb_error("pid %d: permission denied: %s (needs root or CAP_SYS_PTRACE over the target, and the same pid namespace)",
-				 pid, detail);
-		return;
-	case TARGET_UNSUPPORTED:
-		tb_error("pid %d: unsupported Python: %s", pid, detail);
-		return;
-	}
-	tb_error("pid %d: cannot inspect the process: %s", pid, detail);
-}
 
 int session_open_targets(struct session *s, const struct options *o)
 {
@@ -578,7 +546,7 @@ int session_open_targets(struct session *s, const struct options *o)
 		err[0] = 0;
 		ret = target_open(o->pids[i], o->layout_flags, t, err, sizeof(err));
 		if (ret) {
-			target_error(o->pids[i], ret, err[0] ? err : "unknown reason");
+			target_report(o->pids[i], ret, err[0] ? err : "unknown reason");
 			free(t);
 			return TB_EXIT_RUNTIME;
 		}
@@ -791,7 +759,7 @@ static int poll_timeout(const struct session *s, double start)
 
 	if (!s->opt->duration)
 		return ms;
-	left = start + s->opt->duration - now_s();
+	left = start + s->opt->duration - mono_now();
 	if (left <= 0)
 		return 0;
 	return left * 1000 < ms ? (int)(left * 1000) + 1 : ms;
@@ -812,7 +780,7 @@ static void refresh_targets(struct session *s)
 
 static void check_stop(struct session *s, double start)
 {
-	if (s->opt->duration && now_s() - start >= s->opt->duration)
+	if (s->opt->duration && mono_now() - start >= s->opt->duration)
 		s->stop = STOP_DURATION;
 	/* -p: when every target (and any process being set up) is gone. */
 	if (!s->opt->all_python && !s->opt->cmd && !s->alive && !s->ndisc)
@@ -841,12 +809,10 @@ static void credit_offcpu(struct session *s)
 void session_run(struct session *s)
 {
 	struct epoll_event ev[16];
-	double start = now_s(), last_refresh = start, last_tick = start;
-	struct timespec wall;
+	double start = mono_now(), last_refresh = start, last_tick = start;
 	int n, i;
 
-	clock_gettime(CLOCK_REALTIME, &wall);
-	s->st.start_unix = wall.tv_sec + wall.tv_nsec / 1e9;
+	s->st.start_unix = wall_now();
 	check_stop(s, start);
 	while (!s->stop) {
 		n = epoll_wait(s->epfd, ev, 16, poll_timeout(s, start));
@@ -861,21 +827,21 @@ void session_run(struct session *s)
 		flush_pending(s, 0);
 		if (s->ndisc)
 			run_discovery(s);
-		if (s->opt->all_python && now_s() >= s->next_scan)
+		if (s->opt->all_python && mono_now() >= s->next_scan)
 			scan_all(s);
-		if (now_s() - last_refresh > 0.5) {
+		if (mono_now() - last_refresh > 0.5) {
 			refresh_targets(s);
-			last_refresh = now_s();
+			last_refresh = mono_now();
 		}
-		if (s->tick && now_s() - last_tick >= s->tick_interval) {
+		if (s->tick && mono_now() - last_tick >= s->tick_interval) {
 			s->tick(s, s->tick_ctx);
-			last_tick = now_s();
+			last_tick = mono_now();
 		}
 		check_stop(s, start);
 	}
 	/* Stop the events, then read what they left in the ring buffer. */
 	sampler_detach(&s->sampler);
-	s->st.seconds = now_s() - start;
+	s->st.seconds = mono_now() - start;
 	sampler_consume(&s->sampler);
 	credit_offcpu(s);
 	flush_pending(s, 1);

@@ -266,3 +266,29 @@ void target_close(struct target *t)
 		close(t->pidfd);
 	t->pidfd = -1;
 }
+
+void target_report(pid_t pid, int ret, const char *detail)
+{
+	switch (ret) {
+	case TARGET_NO_PROCESS:
+		tb_error("pid %d: no such process (check the pid; the process may have exited)", pid);
+		return;
+	case TARGET_NOT_PYTHON:
+		tb_error("pid %d: not a Python process: %s (give the pid of a CPython 3.11+ process)",
+			 pid, detail);
+		return;
+	case TARGET_ACCESS:
+		/* Reading the process needs CAP_SYS_PTRACE; reading its files, DAC. */
+		if (strstr(detail, "cannot open "))
+			tb_error("pid %d: permission denied: %s (needs root, or CAP_DAC_READ_SEARCH to read the interpreter's files)",
+				 pid, detail);
+		else
+			tb_error("pid %d: permission denied: %s (needs root or CAP_SYS_PTRACE over the target, and the same pid namespace)",
+				 pid, detail);
+		return;
+	case TARGET_UNSUPPORTED:
+		tb_error("pid %d: unsupported Python: %s", pid, detail);
+		return;
+	}
+	tb_error("pid %d: cannot inspect the process: %s", pid, detail);
+}

@@ -40,6 +40,8 @@ enum target_err {
 int target_open(pid_t pid, unsigned layout_flags, struct target *t,
 		char *err, size_t errlen);
 void target_close(struct target *t);
+/* The one-line message for a target_open() failure. */
+void target_report(pid_t pid, int ret, const char *detail);
 /* A copy of parent for a forked child (same image, same addresses). */
 int target_fork(const struct target *parent, pid_t pid, struct target *t);
 /* Retry what needs a running interpreter (GIL, GC addresses); 1 if it changed. */

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <wchar.h>
+#include "clock.h"
 #include "errors.h"
 #include "output.h"
 #include "output/emit.h"
@@ -24,14 +25,6 @@ static const char *const sort_names[TOP_NR_SORT] = {
 	[TOP_WSELF] = "%Self", [TOP_WTOTAL] = "%Total",
 	[TOP_SELF] = "Self", [TOP_TOTAL] = "Total",
 };
-
-static double mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static void fns_free(struct top_fn *fn, size_t n)
 {
