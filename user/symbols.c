@@ -357,6 +357,8 @@ void symbols_frame(const struct code_info *ci, const struct tb_frame *f,
 	out->name = ci->qualname;
 	out->file = full_paths ? ci->filename :
 		symbols_short_path(ci->filename, t->cwd, t->cwd_len);
+	if (!out->file[0])
+		out->file = "<no file>";	/* compile(src, "", ...): still a code frame */
 	out->line = line < 0 ? ci->firstlineno : line;
 	if (out->line < 0)
 		out->line = 0;	/* a scribbled co_firstlineno: no such line */
