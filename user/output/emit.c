@@ -116,19 +116,21 @@ static int intact(const char *s, size_t n, uint32_t cp)
 	return cp != 0xfffd || (n == 3 && !memcmp(s, replacement, 3));
 }
 
-void emit_text(struct emit *e, const char *s)
+/*
+ * One escaping loop for every format: `pick` says what replaces a code
+ * point (NULL: copy it as is); runs between replacements are written whole.
+ */
+typedef const char *(*pick_fn)(uint32_t cp, const char *s, size_t n, char *buf);
+
+static void emit_escaped(struct emit *e, const char *s, pick_fn pick)
 {
 	const char *run = s, *rep;
+	char buf[8];
 	uint32_t cp;
 	size_t n;
 
 	while ((n = utf8_next(s, &cp))) {
-		if (cp < 0x20 || cp == 0x7f)
-			rep = " ";
-		else if (!intact(s, n, cp))
-			rep = replacement;
-		else
-			rep = NULL;
+		rep = pick(cp, s, n, buf);
 		if (rep) {
 			emit_write(e, run, (size_t)(s - run));
 			emit_str(e, rep);
@@ -139,75 +141,59 @@ void emit_text(struct emit *e, const char *s)
 	emit_write(e, run, (size_t)(s - run));
 }
 
-/*
- * XML 1.0 forbids C0 controls (even as references) and U+FFFE/U+FFFF;
- * controls become spaces, as in collapsed output.
- */
+/* Controls become spaces, as in collapsed output; broken UTF-8 U+FFFD. */
+static const char *pick_text(uint32_t cp, const char *s, size_t n, char *buf)
+{
+	(void)buf;
+	if (cp < 0x20 || cp == 0x7f)
+		return " ";
+	return intact(s, n, cp) ? NULL : replacement;
+}
+
+void emit_text(struct emit *e, const char *s)
+{
+	emit_escaped(e, s, pick_text);
+}
+
+/* XML 1.0 forbids C0 controls (even as references) and U+FFFE/U+FFFF. */
+static const char *pick_xml(uint32_t cp, const char *s, size_t n, char *buf)
+{
+	switch (cp) {
+	case '&': return "&amp;";
+	case '<': return "&lt;";
+	case '>': return "&gt;";
+	case '"': return "&quot;";
+	case '\'': return "&#39;";
+	case 0xfffe: case 0xffff: return replacement;
+	}
+	return pick_text(cp, s, n, buf);
+}
+
 void emit_xml(struct emit *e, const char *s)
 {
-	const char *run = s, *rep;
-	uint32_t cp;
-	size_t n;
+	emit_escaped(e, s, pick_xml);
+}
 
-	while ((n = utf8_next(s, &cp))) {
-		switch (cp) {
-		case '&': rep = "&amp;"; break;
-		case '<': rep = "&lt;"; break;
-		case '>': rep = "&gt;"; break;
-		case '"': rep = "&quot;"; break;
-		case '\'': rep = "&#39;"; break;
-		case 0xfffe: case 0xffff: rep = replacement; break;
-		default:
-			if (cp < 0x20 || cp == 0x7f)
-				rep = " ";
-			else if (!intact(s, n, cp))
-				rep = replacement;
-			else
-				rep = NULL;
-		}
-		if (rep) {
-			emit_write(e, run, (size_t)(s - run));
-			emit_str(e, rep);
-			run = s + n;
-		}
-		s += n;
+static const char *pick_json(uint32_t cp, const char *s, size_t n, char *buf)
+{
+	switch (cp) {
+	case '"': return "\\\"";
+	case '\\': return "\\\\";
+	case '\n': return "\\n";
+	case '\t': return "\\t";
+	case '\r': return "\\r";
 	}
-	emit_write(e, run, (size_t)(s - run));
+	if (cp < 0x20) {
+		snprintf(buf, 8, "\\u%04x", cp);
+		return buf;
+	}
+	return intact(s, n, cp) ? NULL : replacement;
 }
 
 void emit_json(struct emit *e, const char *s)
 {
-	const char *run = s, *rep;
-	char esc[8];
-	uint32_t cp;
-	size_t n;
-
 	emit_write(e, "\"", 1);
-	while ((n = utf8_next(s, &cp))) {
-		switch (cp) {
-		case '"': rep = "\\\""; break;
-		case '\\': rep = "\\\\"; break;
-		case '\n': rep = "\\n"; break;
-		case '\t': rep = "\\t"; break;
-		case '\r': rep = "\\r"; break;
-		default:
-			if (cp < 0x20) {
-				snprintf(esc, sizeof(esc), "\\u%04x", cp);
-				rep = esc;
-			} else if (!intact(s, n, cp)) {
-				rep = replacement;
-			} else {
-				rep = NULL;
-			}
-		}
-		if (rep) {
-			emit_write(e, run, (size_t)(s - run));
-			emit_str(e, rep);
-			run = s + n;
-		}
-		s += n;
-	}
-	emit_write(e, run, (size_t)(s - run));
+	emit_escaped(e, s, pick_json);
 	emit_write(e, "\"", 1);
 }
 
