@@ -143,6 +143,8 @@ struct {
 	__type(value, struct scratch);
 } scratch SEC(".maps");
 
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+
 struct walk_ctx {
 	struct scratch *s;
 	__u64 *cnt;
@@ -154,6 +156,9 @@ struct walk_ctx {
 	__u32 bottom_ok;	/* the last frame seen may end a chain */
 	__u32 check_next;	/* the leaf had not started: vouch for its caller */
 	__u64 leaf;		/* that leaf's address */
+	__u64 cframe_prev;	/* 3.11/3.12: tstate->cframe->previous */
+	__u32 check_entry;	/* the first entry frame is still to be vouched for */
+	__u32 pad;
 };
 
 struct find_ctx {
@@ -275,18 +280,55 @@ static __always_inline __u64 find_tstate(struct scratch *s, __u64 *cnt, __u64 id
 	return f.found;
 }
 
-/* The frame the thread is executing, from the tstate bytes in s->buf. */
-static __always_inline __u64 current_frame(struct scratch *s)
+/*
+ * The frame the thread is executing, from the tstate bytes in s->buf.
+ * 3.11/3.12 go through tstate->cframe, a struct on the C stack; remember
+ * its `previous` for entry_linked().
+ */
+static __always_inline __u64 current_frame(struct walk_ctx *c)
 {
+	struct scratch *s = c->s;
 	struct tb_walk *L = &s->walk;
-	__u64 p = get_u64(s, L->ts_frame), frame = 0;
+	__u64 p = get_u64(s, L->ts_frame);
 
 	if (L->cframe_frame == TB_NO_OFFSET || !p)
 		return p;
-	/* 3.11/3.12: tstate->cframe->current_frame */
-	if (bpf_probe_read_user(&frame, sizeof(frame), (void *)(p + L->cframe_frame)))
+	if (read_into(s, 24, p))
 		return 0;
-	return frame;
+	c->cframe_prev = get_u64(s, L->cframe_prev);
+	c->check_entry = 1;
+	return get_u64(s, L->cframe_frame);
+}
+
+/*
+ * 3.11/3.12 publish a new eval's _PyCFrame before writing its
+ * current_frame: in that window current_frame is whatever the C stack held,
+ * often a dead frame whose chain still looks complete. Every eval links its
+ * first frame to the caller's current_frame, so the first entry frame of a
+ * live chain points exactly where cframe->previous->current_frame does.
+ * Returns 1, with that frame in *expect, if this chain fails the test.
+ */
+static __always_inline int entry_misplaced(struct walk_ctx *c, __u64 *expect)
+{
+	struct tb_walk *L = &c->s->walk;
+
+	c->check_entry = 0;
+	*expect = 0;
+	if (c->cframe_prev &&
+	    bpf_probe_read_user(expect, sizeof(*expect), (void *)(c->cframe_prev + L->cframe_frame)))
+		return 0;	/* cannot tell: keep the walk */
+	return c->frame != *expect;
+}
+
+/* Start over from the caller's frame: the new eval has not begun. */
+static __always_inline void restart_walk(struct walk_ctx *c, __u64 frame)
+{
+	count(c->cnt, TB_C_STALE_CFRAME);
+	c->frame = frame;
+	c->depth = 0;
+	c->hash = FNV_OFFSET;
+	c->check_next = 0;
+	c->bottom_ok = 1;
 }
 
 /*
@@ -367,8 +409,8 @@ static long walk_step(__u32 i, void *arg)
 	struct walk_ctx *c = arg;
 	struct scratch *s = c->s;
 	struct tb_walk *L = &s->walk;
-	__u64 code, instr, frame = c->frame;
-	__u8 owner;
+	__u64 code, instr, expect, frame = c->frame;
+	__u8 owner, entry;
 
 	if (!frame) {
 		/* The chain ended: did it end where a chain may end? */
@@ -387,12 +429,19 @@ static long walk_step(__u32 i, void *arg)
 	owner = s->buf[L->fr_owner & BUF_MASK];
 	c->frame = get_u64(s, L->fr_previous);
 	c->bottom_ok = can_end(s, owner);
+	entry = L->fr_entry != TB_NO_OFFSET && s->buf[L->fr_entry & BUF_MASK];
+	if (owner > L->owner_max) {
+		c->flags |= TB_SF_PARTIAL;	/* not a frame: stale or torn chain */
+		return 1;
+	}
 	if (owner == L->owner_stop) {
 		c->frame = 0;
 		return 1;
 	}
 	if (owner >= L->owner_skip) {
 		c->check_next = 0;	/* called from C: the link was set first */
+		if (c->check_entry && entry_misplaced(c, &expect))
+			restart_walk(c, expect);
 		return 0;	/* C-stack / entry shim: not a Python frame */
 	}
 
@@ -404,6 +453,9 @@ static long walk_step(__u32 i, void *arg)
 			c->check_next = 1;
 			c->leaf = frame;
 		}
+		/* 3.11 has no entry shim: the entry frame is a Python frame */
+		if (c->check_entry && entry && entry_misplaced(c, &expect))
+			restart_walk(c, expect);
 		return 0;
 	}
 	if (!c->depth && !i)
@@ -426,10 +478,10 @@ static __always_inline int walk_current(struct walk_ctx *c, __u32 pid, __u32 tid
 		return TB_C_NO_TSTATE;
 	if (L->ts_exc != TB_NO_OFFSET && get_u64(s, L->ts_exc))
 		c->flags |= TB_SF_EXC;
-	c->frame = current_frame(s);
+	c->frame = current_frame(c);
 	if (!c->frame)
 		return TB_C_NO_FRAMES;
-	c->hash = 0xcbf29ce484222325ULL;
+	c->hash = FNV_OFFSET;
 	bpf_loop(2 * TB_MAX_DEPTH, walk_step, c, 0);
 	if (c->flags & TB_SF_PARTIAL)
 		count(c->cnt, TB_C_READ_FRAME);

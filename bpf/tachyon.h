@@ -65,10 +65,12 @@ struct tb_walk {
 	__u8 bottom_shim;	/* a complete chain ends in a shim frame (3.12+) */
 	__u8 prev_instr;	/* 3.11/3.12: instruction index -1 = frame not started */
 	__u8 co_fs_add;		/* frame size in words = co_fs_a + co_fs_b + this */
-	__u8 pad[3];
+	__u8 owner_max;		/* highest valid owner: a frame above it is garbage */
+	__u8 pad[2];
 	__u16 fr_entry;		/* 3.11: bool is_entry, true in a chain's bottom frame */
 	__u16 co_fs_a;		/* PyCodeObject int: co_framesize or co_nlocalsplus */
 	__u16 co_fs_b;		/* PyCodeObject int: co_stacksize (3.11), or TB_NO_OFFSET */
+	__u16 cframe_prev;	/* _PyCFrame -> previous (3.11/3.12); TB_NO_OFFSET if none */
 	__u64 gil_addr;		/* the GIL struct in use; 0 = unknown */
 	__u64 gc_addr;		/* the GC's "collecting" int; 0 = unknown */
 	/* The process's pid namespace when it is not ours (containers): its
@@ -179,6 +181,7 @@ enum tb_counter {
 	TB_C_OFFCPU_LOST,	/* periods lost: ring buffer full at switch-in */
 	TB_C_KSTACK_ERR,	/* kernel stack not captured */
 	TB_C_PROC_LOST,		/* process events lost: ring buffer full */
+	TB_C_STALE_CFRAME,	/* walks restarted: the newest _PyCFrame was not set up yet */
 	TB_NR_COUNTERS,
 };
 

@@ -149,6 +149,10 @@ static void walk(const struct target *t, uint64_t frame, struct stack *st)
 		}
 		owner = fr[w->fr_owner & (TB_READ_MAX - 1)];
 		frame = get64(fr, w->fr_previous);
+		if (owner > w->owner_max) {
+			st->partial = 1;	/* not a frame: the chain changed under us */
+			return;
+		}
 		if (owner == w->owner_stop)
 			return;
 		if (owner >= w->owner_skip)

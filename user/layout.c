@@ -96,17 +96,18 @@ struct ver_extra {
 	uint64_t exec_mask;	/* _PyStackRef tag bits cleared (3.14+) */
 	uint8_t owner_skip;	/* first owner value that is not a Python frame */
 	uint8_t owner_stop;	/* sentinel base frame */
+	uint8_t owner_max;	/* highest owner value the version defines */
 	uint16_t compact_extra;	/* sizeof(PyCompactUnicodeObject) - sizeof(PyASCIIObject) */
 	uint16_t ts_exc;	/* PyThreadState -> current_exception, if not exported */
 };
 
 static const struct ver_extra extras[] = {
 	/* owner 3 = FRAME_OWNED_BY_CSTACK (entry shim) */
-	{ 13, 92, ~0ULL, 3, TB_NO_OWNER, 16, 112 },
+	{ 13, 92, ~0ULL, 3, TB_NO_OWNER, 3, 16, 112 },
 	/* owner 3 = INTERPRETER, 4 = CSTACK; f_executable is a tagged _PyStackRef */
-	{ 14, 92, ~3ULL, 3, TB_NO_OWNER, 16, NO },
+	{ 14, 92, ~3ULL, 3, TB_NO_OWNER, 4, 16, NO },
 	/* owner 3 = INTERPRETER, 4 = THREAD_STATE: the sentinel at the bottom */
-	{ 15, 92, ~3ULL, 3, 4, 16, NO },
+	{ 15, 92, ~3ULL, 3, 4, 4, 16, NO },
 };
 
 /* 3.11 and 3.12: no debug offsets; verified with DWARF and live walks. */
@@ -118,11 +119,12 @@ static const struct py_layout builtin[] = {
 			.rt_interp_head = 40, .interp_next = 0, .interp_threads_head = 16,
 			.ts_next = 8, .ts_native_tid = 160,
 			.ts_frame = 56, .cframe_frame = 8,	/* tstate->cframe->current_frame */
+			.cframe_prev = 16,
 			.fr_previous = 48, .fr_code = 32, .fr_instr = 56, .fr_owner = 69,
 			.co_type = 8, .co_adaptive = 184,
 			/* no co_version: qualname and linetable pointers identify the code */
 			.co_fp = 128, .co_fp2 = 136,
-			.owner_skip = 0xff, .owner_stop = TB_NO_OWNER,
+			.owner_skip = 0xff, .owner_stop = TB_NO_OWNER, .owner_max = 2,
 			.bottom_shim = 0, .fr_entry = 68,	/* no shims: is_entry marks the bottom */
 			.prev_instr = 1,
 			/* frame words: co_nlocalsplus + co_stacksize + 9 specials */
@@ -144,11 +146,11 @@ static const struct py_layout builtin[] = {
 			.exec_mask = ~0ULL,
 			.rt_interp_head = 40, .interp_next = 0, .interp_threads_head = 72,
 			.ts_next = 8, .ts_native_tid = 144,
-			.ts_frame = 56, .cframe_frame = 0,
+			.ts_frame = 56, .cframe_frame = 0, .cframe_prev = 8,
 			.fr_previous = 8, .fr_code = 0, .fr_instr = 56, .fr_owner = 70,
 			.co_type = 8, .co_adaptive = 192,
 			.co_fp = 92, .co_fp2 = NO,
-			.owner_skip = 3, .owner_stop = TB_NO_OWNER,
+			.owner_skip = 3, .owner_stop = TB_NO_OWNER, .owner_max = 3,
 			.bottom_shim = 1, .fr_entry = NO,	/* every chain ends in an entry shim */
 			.prev_instr = 1,
 			.co_fs_a = 76, .co_fs_b = NO, .co_fs_add = 0,	/* co_framesize */
@@ -332,11 +334,13 @@ static int parse_debug(const uint8_t *b, const struct dbg_pos *p,
 		return LAYOUT_INCONSISTENT;
 
 	w->cframe_frame = NO;
+	w->cframe_prev = NO;
 	w->exec_mask = x->exec_mask;
 	w->co_fp = x->co_version;
 	w->co_fp2 = NO;
 	w->owner_skip = x->owner_skip;
 	w->owner_stop = x->owner_stop;
+	w->owner_max = x->owner_max;
 	w->bottom_shim = 1;	/* entry frames (3.13, 3.14) or the sentinel (3.15) */
 	w->fr_entry = NO;
 	w->co_fs_a = w->co_fs_b = NO;	/* 3.13+ link a frame before it is current */

@@ -11,7 +11,6 @@ The stats counters must agree with the output.
 from common import check, fail, run_profiler, start_workload, timeout, total
 
 PARTIAL_MAX = 0.01
-STALE_MAX = 0.001
 
 
 @timeout(60)
@@ -64,6 +63,7 @@ def test_call_churn(python):
     check(st.get("partial") == marked["[partial]"] and st.get("truncated") == marked["[truncated]"],
           "stats partial=%s truncated=%s but the output has %d [partial] and %d [truncated] samples"
           % (st.get("partial"), st.get("truncated"), marked["[partial]"], marked["[truncated]"]))
+    check("stale_cframe" in st, "--stats lacks stale_cframe: %s" % sorted(st))
     dropped = sum(st["dropped"].values())
     check(dropped <= 0.01 * st["collected"],
           "%d of %d samples dropped (%s)" % (dropped, st["collected"], st["dropped"]))
@@ -105,13 +105,6 @@ def test_stdlib_churn(python):
             note("implausibly deep", s, "%d frames" % len(s.frames))
     if partial > PARTIAL_MAX * n:
         bad["[partial] above %.0f%%" % (100 * PARTIAL_MAX)] = [partial, [""]]
-    # Known limit (README, "How it works"): 3.11/3.12 publish a new eval's
-    # _PyCFrame before its current_frame is written; a sample in that window
-    # can start from a stale frame whose chain looks complete. Rare: allow
-    # one in a thousand, and nothing else.
-    stale = bad.get("incomplete stack not marked [partial]")
-    if stale and python.version() in ("3.11", "3.12") and stale[0] <= STALE_MAX * n:
-        del bad["incomplete stack not marked [partial]"]
     if bad:
         st = res.stats()
         fail("%d samples: " % n + "; ".join(

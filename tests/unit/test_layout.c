@@ -46,6 +46,7 @@ static void test_real_313(void **state)
 	assert_int_equal(l.walk.co_type, 8);
 	assert_int_equal(l.walk.co_fp, 92);
 	assert_int_equal(l.walk.owner_skip, 3);
+	assert_int_equal(l.walk.owner_max, 3);	/* CSTACK is the last owner */
 	assert_int_equal(l.co_qualname, 128);
 	assert_int_equal(l.co_filename, 112);
 	assert_int_equal(l.co_linetable, 136);
@@ -144,11 +145,16 @@ static void test_builtin_tables(void **state)
 	(void)state;
 	assert_int_equal(layout_from_version(0x030b07f0, 0, &l), LAYOUT_OK);
 	assert_int_equal(l.walk.cframe_frame, 8);
+	assert_int_equal(l.walk.cframe_prev, 16);
+	assert_int_equal(l.walk.owner_max, 2);
 	assert_int_equal(l.walk.fr_code, 32);
 	assert_int_equal(l.walk.co_fp2, 136);
 	assert_int_equal(l.str.compact_size, 72);
 	assert_int_equal(layout_from_version(0x030c01f0, 0, &l), LAYOUT_OK);
 	assert_int_equal(l.walk.owner_skip, 3);
+	assert_int_equal(l.walk.owner_max, 3);
+	assert_int_equal(l.walk.cframe_frame, 0);
+	assert_int_equal(l.walk.cframe_prev, 8);
 	assert_int_equal(l.walk.ts_native_tid, 144);
 	assert_int_equal(layout_from_version(0x030a0df0, 0, &l), LAYOUT_UNSUPPORTED);
 	assert_int_equal(layout_from_version(0x030c00a1, 0, &l), LAYOUT_PRERELEASE);
