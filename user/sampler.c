@@ -313,6 +313,14 @@ void sampler_forget_stacks(struct sampler *s, const uint64_t *ids, size_t n)
 	__atomic_add_fetch(&s->skel->bss->sent_epoch, 1, __ATOMIC_SEQ_CST);
 }
 
+void sampler_forget_all_stacks(struct sampler *s)
+{
+	uint64_t e = __atomic_add_fetch(&s->skel->bss->sent_epoch, 1, __ATOMIC_SEQ_CST);
+
+	/* Entries written with an older epoch no longer count as sent. */
+	__atomic_store_n(&s->skel->bss->sent_floor, e, __ATOMIC_SEQ_CST);
+}
+
 int sampler_rb_fd(struct sampler *s)
 {
 	return ring_buffer__epoll_fd(s->rb);
@@ -332,6 +340,12 @@ void sampler_detach(struct sampler *s)
 	for (i = 0; i < s->nlinks; i++)
 		bpf_link__destroy(s->links[i]);
 	s->nlinks = 0;
+	/* Wall mode: a thread switching in would credit time we no longer
+	 * read; what is still away is credited from the offcpu map instead. */
+	if (s->skel && s->skel->links.on_switch) {
+		bpf_link__destroy(s->skel->links.on_switch);
+		s->skel->links.on_switch = NULL;
+	}
 }
 
 void sampler_close(struct sampler *s)

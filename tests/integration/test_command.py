@@ -58,8 +58,11 @@ def test_command_from_start(python):
         if "early_phase" in s.names:
             check(s.names[:2] == ["<module>", "early_phase"], "stack %s" % s.short())
     # No process root frames without --subprocesses / --all-python.
-    check(all(s.root.file is not None or s.root.raw in common.MARKERS for s in stacks),
-          "unexpected root frames: %s" % fmt_stacks(stacks, 3))
+    # (A code object read after the command exited is an <unknown> frame,
+    # counted in --stats: a race with a loaded machine, not a root frame.)
+    odd = [s.short(4) for s in stacks if s.root.file is None and s.root.raw not in common.MARKERS
+           and not (s.root.raw.startswith("<unknown") and res.stats()["unknown_code"])]
+    check(not odd, "unexpected root frames: %s" % " | ".join(odd[:3]))
     # It ended when the command did.
     check(res.stats()["duration_s"] < 5, "run lasted %.1f s for a ~0.7 s command"
           % res.stats()["duration_s"])
