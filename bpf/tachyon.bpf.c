@@ -26,10 +26,13 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /*
- * Bumped by userspace whenever it forgets stacks (their process is gone) and
- * deletes them from `sent`: the per-CPU caches of sent ids start over.
+ * Bumped by userspace whenever it forgets stacks (their process is gone, or
+ * a compaction folded them): the per-CPU caches of sent ids start over. A
+ * `sent` entry older than sent_floor counts as never sent, so userspace can
+ * forget every stack at once by raising the floor.
  */
 volatile __u64 sent_epoch;
+volatile __u64 sent_floor;
 
 /* Set by userspace before load. */
 const volatile __u64 wakeup_bytes = 256 * 1024;
@@ -66,12 +69,12 @@ struct {
 	__type(value, __u64);
 } tstates SEC(".maps");
 
-/* Stack ids whose frames were already pushed to userspace. */
+/* Stack ids whose frames were already pushed to userspace -> sent_epoch then. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
 	__type(key, __u64);
-	__type(value, __u8);
+	__type(value, __u64);
 } sent SEC(".maps");
 
 struct {
@@ -520,12 +523,12 @@ static __always_inline int push_stack(struct scratch *s, __u64 id, __u32 depth)
 {
 	__u64 size = TB_STACK_HDR_SIZE + (__u64)depth * sizeof(struct tb_frame);
 	struct recent *seen = &s->recent[id & (RECENT - 1)];
-	__u64 epoch = sent_epoch;
-	__u8 one = 1;
+	__u64 epoch = sent_epoch, *when;
 
 	if (seen->id == id && seen->epoch == epoch)
 		return 0;
-	if (bpf_map_lookup_elem(&sent, &id)) {
+	when = bpf_map_lookup_elem(&sent, &id);
+	if (when && *when >= sent_floor) {
 		seen->id = id;
 		seen->epoch = epoch;
 		return 0;
@@ -537,7 +540,7 @@ static __always_inline int push_stack(struct scratch *s, __u64 id, __u32 depth)
 	s->stack.stack_id = id;
 	if (bpf_ringbuf_output(&events, &s->stack, size, BPF_RB_FORCE_WAKEUP))
 		return -1;
-	bpf_map_update_elem(&sent, &id, &one, BPF_ANY);
+	bpf_map_update_elem(&sent, &id, &epoch, BPF_ANY);
 	seen->id = id;
 	seen->epoch = epoch;
 	return 1;

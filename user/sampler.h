@@ -49,6 +49,8 @@ int sampler_prog_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt);
 int sampler_rb_fd(struct sampler *s);
 /* Userspace dropped these stacks: the BPF side must send them again if seen. */
 void sampler_forget_stacks(struct sampler *s, const uint64_t *ids, size_t n);
+/* ... and every stack at once. */
+void sampler_forget_all_stacks(struct sampler *s);
 /* Kernel stack `id` into ips (up to max); returns the number of frames. */
 int sampler_kstack(struct sampler *s, int32_t id, uint64_t *ips, int max);
 /* Wall mode: threads still off CPU now, for crediting at the end. */

@@ -27,6 +27,7 @@
 #define POLL_MS		100	/* drain at least this often: samples don't wake us */
 #define DISCOVER_MS	5	/* while a new process is being set up */
 #define RESCAN_S	2.0	/* --all-python: look for interpreters loaded late */
+#define COMPACT_S	10.0	/* fold live profiles this often: memory stays flat */
 #define EV_RING		(1ULL << 62)
 #define EV_SIGNAL	(2ULL << 62)
 #define EV_STDOUT	(3ULL << 62)
@@ -117,6 +118,16 @@ static int pending_for(const struct session *s, uint32_t target)
 	return 0;
 }
 
+static int pending_stack(const struct session *s, uint64_t stack_id)
+{
+	size_t i;
+
+	for (i = 0; i < s->npend; i++)
+		if (s->pend[i].k.stack_id == stack_id)
+			return 1;
+	return 0;
+}
+
 static void resolve_opts_of(struct session *s, struct resolve_opts *ro)
 {
 	*ro = (struct resolve_opts){
@@ -145,11 +156,11 @@ static void forget_threads(struct session *s, uint32_t target)
 }
 
 /*
- * Memory stays bounded however many processes come and go: a finished one's
- * samples are symbolized into the frozen profile now (identical rows merged)
- * and its code objects, stacks and thread names are forgotten.
+ * Move a target's rows into the frozen profile: symbolized now, identical
+ * rows merged. Its stacks and thread names are no longer needed; the BPF
+ * side is told to send a stack's frames again the next time it sees it.
  */
-static void freeze_target(struct session *s, struct target *t)
+static void fold_target(struct session *s, struct target *t, int forget_each)
 {
 	struct resolve_opts ro;
 	uint64_t *dead;
@@ -158,14 +169,57 @@ static void freeze_target(struct session *s, struct target *t)
 	resolve_opts_of(s, &ro);
 	if (profile_freeze(&s->prof, t, &s->sym, &ro, &s->frozen, &dead, &ndead))
 		tb_warn("pid %d: out of memory while keeping its samples", t->pid);
-	if (s->sampler.skel)
+	if (s->sampler.skel && forget_each)
 		sampler_forget_stacks(&s->sampler, dead, ndead);
 	free(dead);
-	symbols_forget(&s->sym, t->id);
 	forget_threads(s, t->id);
+}
+
+/*
+ * Memory stays bounded however many processes come and go: a finished one's
+ * samples are folded into the frozen profile now and its code objects are
+ * forgotten.
+ */
+static void freeze_target(struct session *s, struct target *t)
+{
+	fold_target(s, t, 1);
+	symbols_forget(&s->sym, t->id);
 	s->targets[t->id] = NULL;
 	target_close(t);
 	free(t);
+}
+
+/*
+ * ... and however long a process lives: every COMPACT_S seconds the live
+ * processes are folded too, and code objects unused for a whole period
+ * leave the symbol cache (an LRU by periods). What stays grows only with
+ * what the output itself must hold: distinct rows.
+ */
+static void compact(struct session *s)
+{
+	uint32_t i;
+
+	/* From now on the BPF side sends every stack's frames again, so a
+	 * sample never names a stack we are about to drop... */
+	sampler_forget_all_stacks(&s->sampler);
+	sampler_consume(&s->sampler);
+	flush_pending(s, 0);
+	for (i = 0; i < s->ntargets; i++) {
+		struct target *t = s->targets[i];
+
+		if (!t || pending_for(s, i))
+			continue;	/* a sample still waits for its stack */
+		if (t->exited) {
+			freeze_target(s, t);
+			continue;
+		}
+		fold_target(s, t, 0);
+		symbols_evict(&s->sym, t->id);
+	}
+	/* ... including those it sent again while we were folding. */
+	sampler_forget_all_stacks(&s->sampler);
+	symbols_next_epoch(&s->sym);
+	s->st.compactions++;
 }
 
 /* This incarnation is over (exit or exec); its samples stay in the profile. */
@@ -441,7 +495,11 @@ static void add_sample(struct session *s, uint32_t pid, uint32_t tid, uint64_t s
 	k.kstack = s->opt->kernel ? kstack : -1;
 	sf = profile_stack(&s->prof, stack_id);
 	if (!sf) {
-		/* Another CPU's copy of the frames may still be on its way. */
+		/* Another CPU's copy of the frames may still be on its way; or
+		 * the BPF side sent this sample just before a compaction told it
+		 * to resend frames: make sure it sends them the next time. */
+		if (s->st.compactions && !pending_stack(s, stack_id))
+			sampler_forget_stacks(&s->sampler, &stack_id, 1);
 		if (add_pending(s, &k, weight))
 			s->st.missing_stack += weight;
 		return;
@@ -809,7 +867,7 @@ static void credit_offcpu(struct session *s)
 void session_run(struct session *s)
 {
 	struct epoll_event ev[16];
-	double start = mono_now(), last_refresh = start, last_tick = start;
+	double start = mono_now(), last_refresh = start, last_tick = start, last_compact = start;
 	int n, i;
 
 	s->st.start_unix = wall_now();
@@ -832,6 +890,10 @@ void session_run(struct session *s)
 		if (mono_now() - last_refresh > 0.5) {
 			refresh_targets(s);
 			last_refresh = mono_now();
+		}
+		if (mono_now() - last_compact >= COMPACT_S) {
+			compact(s);
+			last_compact = mono_now();
 		}
 		if (s->tick && mono_now() - last_tick >= s->tick_interval) {
 			s->tick(s, s->tick_ctx);

@@ -36,6 +36,7 @@ struct session_stats {
 	uint64_t offcpu_final;		/* periods credited at the end (still blocked) */
 	uint64_t proc_events;
 	uint64_t processes;		/* targets profiled, all incarnations */
+	uint64_t compactions;		/* live profiles folded (bounded memory) */
 	double seconds;
 	double start_unix;		/* wall clock at the start */
 	int ncpus;			/* online CPUs sampled */

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "errors.h"
 #include "safefile.h"
@@ -32,6 +33,30 @@ void stats_summarize(const struct session *s, uint64_t written, struct stats_sum
 	out->dropped = dropped(st);
 }
 
+/* Our resident set now and at its peak, in KiB (0 if /proc says nothing). */
+static void self_rss(uint64_t *rss_kb, uint64_t *peak_kb)
+{
+	char line[128];
+	FILE *f = fopen("/proc/self/status", "re");
+
+	*rss_kb = *peak_kb = 0;
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "VmRSS:", 6))
+			*rss_kb = strtoull(line + 6, NULL, 10);
+		else if (!strncmp(line, "VmHWM:", 6))
+			*peak_kb = strtoull(line + 6, NULL, 10);
+	}
+	fclose(f);
+}
+
+/* Share of code-object lookups the cache answered without a read. */
+static double code_hit_rate(const struct symbols *sym)
+{
+	return sym->lookups ? 1.0 - (double)sym->reads / sym->lookups : 0;
+}
+
 static double bpf_ns_per_sample(const struct session_stats *st)
 {
 	return st->bpf[TB_C_EVENTS] ? (double)st->bpf[TB_C_BPF_NS] / st->bpf[TB_C_EVENTS] : 0;
@@ -44,6 +69,7 @@ void stats_print(const struct session *s, uint64_t written)
 	double secs = st->seconds > 0 ? st->seconds : 1;
 	int ncpus = st->ncpus ? st->ncpus : 1;
 	struct stats_summary sum;
+	uint64_t rss, peak;
 
 	stats_summarize(s, written, &sum);
 	tb_info("%" PRIu64 " samples in %.1f s (%s mode, %s, -F %" PRIu64 "): %.1f/s, %.1f/s per CPU on %d CPUs, %" PRIu64 " process(es)",
@@ -63,9 +89,13 @@ void stats_print(const struct session *s, uint64_t written)
 		", walks restarted at the caller (eval not set up) %" PRIu64,
 		c[TB_C_READ_FRAME], c[TB_C_TRUNCATED], c[TB_C_BAD_CODE], c[TB_C_READ_CODE],
 		s->sym.failures, c[TB_C_STALE_CFRAME]);
-	tb_info("%" PRIu64 " distinct stacks, %" PRIu64 " code objects read; BPF %.0f ns/sample (self-timed)%s",
-		st->stacks, s->sym.reads, bpf_ns_per_sample(st),
+	tb_info("%" PRIu64 " distinct stacks, %" PRIu64 " code objects read (%.2f%% of lookups cached); BPF %.0f ns/sample (self-timed)%s",
+		st->stacks, s->sym.reads, 100 * code_hit_rate(&s->sym), bpf_ns_per_sample(st),
 		st->run_cnt ? "" : ", kernel run-time stats unavailable");
+	self_rss(&rss, &peak);
+	tb_info("memory: RSS %.1f MiB (peak %.1f MiB); %zu code objects cached, %" PRIu64
+		" evicted unused; %" PRIu64 " compactions",
+		rss / 1024.0, peak / 1024.0, s->sym.codes.len, s->sym.evicted, st->compactions);
 	if (st->run_cnt)
 		tb_info("kernel BPF stats: %" PRIu64 " runs, %.0f ns/run (all CPUs, all processes)",
 			st->run_cnt, (double)st->run_ns / st->run_cnt);
@@ -78,6 +108,7 @@ void stats_write_json(const struct session *s, uint64_t written)
 	double secs = st->seconds > 0 ? st->seconds : 1;
 	struct stats_summary sum;
 	char why[128];
+	uint64_t rss, peak;
 	FILE *f = safe_open(s->opt->stats_path, why, sizeof(why));
 
 	if (!f || safe_truncate(f)) {
@@ -87,6 +118,7 @@ void stats_write_json(const struct session *s, uint64_t written)
 		return;
 	}
 	stats_summarize(s, written, &sum);
+	self_rss(&rss, &peak);
 	fprintf(f, "{\"collected\": %" PRIu64 ", \"written\": %" PRIu64 ", \"lost\": %" PRIu64 ",\n"
 		" \"dropped\": {\"no_tstate\": %" PRIu64 ", \"no_frames\": %" PRIu64
 		", \"read_tstate\": %" PRIu64 ", \"filtered\": %" PRIu64 ", \"missing_stack\": %" PRIu64
@@ -99,6 +131,8 @@ void stats_write_json(const struct session *s, uint64_t written)
 		", \"offcpu_lost\": %" PRIu64 ", \"processes\": %" PRIu64 ",\n"
 		" \"duration_s\": %.3f, \"rate_hz\": %.1f, \"rate_hz_per_cpu\": %.1f, \"cpus\": %d,\n"
 		" \"bpf_ns_per_sample\": %.1f, \"bpf_runs\": %" PRIu64 ", \"bpf_ns_per_run\": %.1f,\n"
+		" \"rss_kb\": %" PRIu64 ", \"rss_peak_kb\": %" PRIu64 ", \"code_cached\": %zu"
+		", \"code_evicted\": %" PRIu64 ", \"code_hit_rate\": %.4f, \"compactions\": %" PRIu64 ",\n"
 		" \"event\": \"%s\", \"mode\": \"%s\", \"frequency\": %" PRIu64 "}\n",
 		sum.collected, sum.written, sum.lost,
 		c[TB_C_NO_TSTATE], c[TB_C_NO_FRAMES], c[TB_C_READ_TSTATE], c[TB_C_FILTERED],
@@ -110,6 +144,7 @@ void stats_write_json(const struct session *s, uint64_t written)
 		st->seconds, c[TB_C_EVENTS] / secs, c[TB_C_EVENTS] / secs / (st->ncpus ? st->ncpus : 1),
 		st->ncpus, bpf_ns_per_sample(st), st->run_cnt,
 		st->run_cnt ? (double)st->run_ns / st->run_cnt : 0.0,
+		rss, peak, s->sym.codes.len, s->sym.evicted, code_hit_rate(&s->sym), st->compactions,
 		s->opt->event->name, mode_name(s->opt->mode), s->opt->freq);
 	fclose(f);
 }

@@ -48,20 +48,42 @@ static void free_info(struct code_info *ci)
 	free(ci);
 }
 
-void symbols_forget(struct symbols *s, uint32_t target)
+/* Drop the target's entries; only those unused this epoch if `stale_only`. */
+static void drop(struct symbols *s, uint32_t target, int stale_only)
 {
 	struct code_key *keys = malloc((s->codes.len + 1) * sizeof(*keys));
 	const struct code_key *k;
 	size_t it = 0, n = 0, i;
+	void **val;
 
 	if (!keys)
 		return;
-	while (hmap_next(&s->codes, &it, (const void **)&k, NULL))
-		if (k->target == target)
+	while (hmap_next(&s->codes, &it, (const void **)&k, &val)) {
+		const struct code_info *ci = *val;
+
+		if (k->target == target && (!stale_only || ci->epoch != s->epoch))
 			keys[n++] = *k;
+	}
 	for (i = 0; i < n; i++)
 		free_info(hmap_del(&s->codes, &keys[i]));
+	if (stale_only)
+		s->evicted += n;
 	free(keys);
+}
+
+void symbols_forget(struct symbols *s, uint32_t target)
+{
+	drop(s, target, 0);
+}
+
+void symbols_evict(struct symbols *s, uint32_t target)
+{
+	drop(s, target, 1);
+}
+
+void symbols_next_epoch(struct symbols *s)
+{
+	s->epoch++;
 }
 
 void symbols_free(struct symbols *s)
@@ -287,14 +309,19 @@ void symbols_resolve(struct symbols *s, const struct target *t,
 
 		s->lookups++;
 		slot = hmap_put(&s->codes, &k, &added);
-		if (!slot || !added)
+		if (!slot)
 			continue;
+		if (!added) {
+			((struct code_info *)*slot)->epoch = s->epoch;
+			continue;
+		}
 		ci = calloc(1, sizeof(*ci));
 		if (!ci) {
 			hmap_del(&s->codes, &k);
 			continue;
 		}
 		ci->addr = k.addr;
+		ci->epoch = s->epoch;
 		*slot = ci;
 		p[m].key = k;
 		p[m].ci = ci;
@@ -312,8 +339,13 @@ const struct code_info *symbols_get(struct symbols *s, const struct target *t,
 {
 	struct code_key k = key_of(t, f);
 	void **slot = hmap_get(&s->codes, &k);
+	struct code_info *ci;
 
-	return slot && *slot ? *slot : &unknown_code;
+	if (!slot || !*slot)
+		return &unknown_code;
+	ci = *slot;
+	ci->epoch = s->epoch;
+	return ci;
 }
 
 const char *symbols_short_path(const char *path, const char *cwd, size_t cwd_len)

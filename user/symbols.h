@@ -20,12 +20,15 @@ struct code_info {
 	char *filename;		/* UTF-8, full path as CPython has it */
 	int32_t firstlineno;
 	int hidden;		/* an interpreter shim, not user code (3.13+ __init__ cleanup) */
+	uint32_t epoch;		/* the symbols epoch it was last used in */
 	struct linetable lt;
 };
 
 struct symbols {
 	struct hmap codes;	/* struct code_key -> struct code_info * */
 	uint64_t lookups, reads, failures;
+	uint64_t evicted;	/* entries dropped as unused (symbols_evict) */
+	uint32_t epoch;		/* advanced by symbols_next_epoch */
 };
 
 int symbols_init(struct symbols *s);
@@ -35,6 +38,13 @@ void symbols_resolve(struct symbols *s, const struct target *t,
 		     const struct tb_frame *frames, uint32_t n);
 /* Drop every cached code object of one target (its process is gone). */
 void symbols_forget(struct symbols *s, uint32_t target);
+/*
+ * The cache is an LRU by epochs: drop one target's entries that were not
+ * used in the current epoch, then (once for all targets) start a new one.
+ * An entry survives as long as it is used at least once per epoch.
+ */
+void symbols_evict(struct symbols *s, uint32_t target);
+void symbols_next_epoch(struct symbols *s);
 /* The cached entry (after symbols_resolve); never NULL. */
 const struct code_info *symbols_get(struct symbols *s, const struct target *t,
 				    const struct tb_frame *f);

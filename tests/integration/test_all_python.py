@@ -97,7 +97,7 @@ def warnings(res):
 
 
 _STATS_RE = re.compile(r"^tachyon-bpf: (\d+ samples in|written \d+|partial stacks|"
-                       r"\d+ distinct stacks|kernel BPF stats)")
+                       r"\d+ distinct stacks|memory: RSS|kernel BPF stats)")
 
 
 def interp(spec):

@@ -300,6 +300,30 @@ def test_recursion_10000():
           % (st["truncated"], total(stacks)))
 
 
+def _check_generated_frames(stacks, first, period):
+    """code_reuse.py's frames: name, file and line must belong together.
+    Returns the epochs sampled."""
+    bad, seen = [], set()
+    for s in stacks:
+        for f in s.frames:
+            m = re.match(r"^fn_e(\d+)$", f.name)
+            fm = re.match(r"^gen_(\d+)\.py$", f.file or "")
+            if not m and not fm:
+                continue
+            if m:
+                e = int(m.group(1))
+                seen.add(e)
+                want = ("gen_%d.py" % e, first + e % period)
+                if (f.file, f.line) != want:
+                    bad.append("%s, want (%s:%d)" % (f.raw, want[0], want[1]))
+            elif f.name != "<module>" or f.line not in (0, 1):
+                # the module's RESUME is on line 0 (3.12+), its def on line 1
+                bad.append("%s in a generated file" % f.raw)
+    check(not bad, "%d frames whose name, file and line do not belong together "
+          "(a stale code object cache?): %s" % (len(bad), bad[:4]))
+    return seen
+
+
 @timeout(60)
 def test_code_objects_reused(python):
     """Functions compiled, run ~20 ms and freed in a loop (their addresses
@@ -320,24 +344,7 @@ def test_code_objects_reused(python):
             epochs = int(line.split()[1])
     check(epochs and epochs >= 50, "the workload ran %s epochs, want >= 50" % epochs)
     stacks = res.stacks()
-    bad, seen = [], set()
-    for s in stacks:
-        for f in s.frames:
-            m = re.match(r"^fn_e(\d+)$", f.name)
-            fm = re.match(r"^gen_(\d+)\.py$", f.file or "")
-            if not m and not fm:
-                continue
-            if m:
-                e = int(m.group(1))
-                seen.add(e)
-                want = ("gen_%d.py" % e, first + e % period)
-                if (f.file, f.line) != want:
-                    bad.append("%s, want (%s:%d)" % (f.raw, want[0], want[1]))
-            elif f.name != "<module>" or f.line not in (0, 1):
-                # the module's RESUME is on line 0 (3.12+), its def on line 1
-                bad.append("%s in a generated file" % f.raw)
-    check(not bad, "%d frames whose name, file and line do not belong together "
-          "(a stale code object cache?): %s" % (len(bad), bad[:4]))
+    seen = _check_generated_frames(stacks, first, period)
     check(len(seen) >= 30, "only %d epochs' functions sampled [top: %s]"
           % (len(seen), fmt_stacks(stacks, 4)))
     unknown = sum(s.count for s in stacks if any(f.raw.startswith("<unknown") for f in s.frames))
@@ -488,3 +495,37 @@ def test_scribbler_314():
 @timeout(60)
 def test_scribbler_315():
     _scribble("3.15", 2)
+
+
+@timeout(90)
+def test_long_run_compaction():
+    """A run longer than the compaction period, with code objects created
+    and freed and threads churning: the live profiles are folded (twice),
+    unused code objects leave the cache, nothing is lost or misnamed on the
+    way, and the memory figures are reported."""
+    python = primary_python()
+    code = start_workload(python, "code_reuse.py", 60)
+    threads = start_workload(python, "thread_churn.py", 300, 60)
+    first, period = code.info["first_line"], code.info["period"]
+    res = run_profiler([code.pid, threads.pid], ["-F", 499, "-d", 23, "--full-filenames"],
+                       timeout=60, stats=True)
+    st = _sound(res, "long run")
+    check(st["compactions"] >= 2, "%d compactions in 23 s (one per 10 s expected)"
+          % st["compactions"])
+    check(st["code_evicted"] > 0 and st["code_cached"] < st["code_reads"],
+          "the code object cache did not shed unused entries: %d cached, %d read, %d evicted"
+          % (st["code_cached"], st["code_reads"], st["code_evicted"]))
+    check(st["dropped"]["missing_stack"] <= 0.001 * st["collected"],
+          "%d samples lost their stack across compactions" % st["dropped"]["missing_stack"])
+    check(st["rss_kb"] > 0 and st["rss_peak_kb"] >= st["rss_kb"],
+          "--stats memory figures missing: rss_kb=%s rss_peak_kb=%s"
+          % (st.get("rss_kb"), st.get("rss_peak_kb")))
+    stacks = res.stacks()
+    seen = _check_generated_frames(stacks, first, period)
+    check(len(seen) >= 200, "only %d epochs' functions sampled over 23 s" % len(seen))
+    check("churn_task" in _names(stacks), "the thread churn was never sampled [top: %s]"
+          % fmt_stacks(stacks, 4))
+    # Folded rows merge with later ones: each stack appears once.
+    lines = [l.rsplit(" ", 1)[0] for l in res.profile_bytes().decode().splitlines() if l]
+    check(len(lines) == len(set(lines)), "%d duplicate rows after compaction"
+          % (len(lines) - len(set(lines))))
