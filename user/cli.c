@@ -58,19 +58,20 @@ static const char usage_text[] =
 "  -d, --duration SECONDS   stop after this long (default: Ctrl-C, or when\n"
 "                           every target has exited)\n"
 "  -o, --output FILE        write the profile to FILE instead of stdout\n"
-"  -f, --format FORMAT      output format: %s\n"
+"  -f, --format FORMAT      %s\n"
 "                           (default: from -o's extension, else collapsed)\n"
 "  -c, --period N           one sample every N events instead of -F\n"
-"  -e, --event EVENT        perf event that drives sampling (default cpu-clock):\n"
-"                           %s; 'help' lists them and what this\n"
-"                           machine supports. A hardware event this machine\n"
-"                           lacks falls back to cpu-clock with a warning\n"
+"  -e, --event EVENT        perf event that drives sampling (default cpu-clock;\n"
+"                           '-e help' lists the events and what this machine\n"
+"                           supports). A hardware event this machine lacks\n"
+"                           falls back to cpu-clock with a warning\n"
 "      --no-fallback        ... or is an error, with this option\n"
-"  -m, --mode MODE          cpu (default): on-CPU samples; wall: off-CPU time too,\n"
-"                           credited to where the thread blocked; gil: only\n"
-"                           samples taken while the thread holds the GIL\n"
+"  -m, --mode MODE          cpu (default): on-CPU samples; wall: off-CPU time\n"
+"                           too, credited to where the thread blocked; gil:\n"
+"                           only samples taken while the thread holds the GIL\n"
 "      --threads            a root frame per thread: 'thread TID NAME'\n"
-"      --gc                 a '<GC>' leaf frame on samples taken during a collection\n"
+"      --gc                 a '<GC>' leaf frame on samples taken during a\n"
+"                           garbage collection\n"
 "      --kernel             the kernel stack under the Python leaf ('fn [k]')\n"
 "      --full-filenames     full source paths instead of short ones\n"
 "      --stats FILE         write the closing statistics as JSON to FILE\n"
@@ -533,7 +534,7 @@ static void print_usage(int command)
 	else if (command == CMD_DUMP)
 		fputs(dump_usage, stdout);
 	else
-		printf(usage_text, writer_names(), event_names());
+		printf(usage_text, writer_names());
 }
 
 /* The Pyroscope options come together or not at all. */
