@@ -1,13 +1,22 @@
 #!/usr/bin/env python3
 """make bench: the performance figures of tachyon-bpf, measured side by side
-in one run on this machine. Prints a table and writes bench.json.
+in one run on this machine. Prints one table per figure and writes them all
+to bench.json, so runs can be compared.
 
-  - BPF ns per sample at stack depths 10, 30, 100 (self-timed in the BPF
-    program, and the kernel's own run-time statistics);
-  - BPF ns per sample at depth 30 for every installed interpreter;
+  - BPF cost per sample for every installed interpreter at stack depths 10,
+    30 and 100: the kernel's own run-time statistics (bpf_stats_enabled) with
+    every CPU running the target, so nearly every run is a full walk; and the
+    program's self-timing (bpf_ktime_get_ns around the walk);
   - the target's slowdown at 99 Hz, 1 kHz and 10 kHz: the same fixed work
-    run profiled and unprofiled, interleaved, median of several rounds;
-  - profiler CPU time (user + sys) per 1000 samples, and lost %.
+    run profiled and unprofiled, interleaved, median of several rounds, with
+    the floor the timer interrupts alone cost on this machine;
+  - profiler CPU time (user + sys) per sample after warm-up, lost %, the
+    code-object cache hit rate and the profiler's peak RSS; its CPU use
+    while the target idles;
+  - throughput: every CPU running the target at -F 100000/CPUs (>= 100k
+    samples per second in total), lost %;
+  - memory over a long --all-python run with process, thread and code churn
+    (scripts/bench-memory.py; TB_BENCH_SOAK_S seconds, default 600, 0 skips).
 
 Figures, not pass/fail: these machines are shared and noisy.
 """
@@ -24,6 +33,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.environ.get("TB_BIN", os.path.join(REPO, "tachyon-bpf"))
 PYENV = os.environ.get("PYENV_ROOT", "/root/.pyenv")
 ROUNDS = int(os.environ.get("TB_BENCH_ROUNDS", "5"))
+SOAK_S = int(os.environ.get("TB_BENCH_SOAK_S", "600"))
+NCPUS = os.cpu_count() or 1
+DEPTHS = (10, 30, 100)
+TARGET_NS = {30: 2000, 100: 5000}
 
 # Recurse to a given depth, then spin, or run a fixed amount of work.
 WORKLOAD = r'''
@@ -97,14 +110,56 @@ def profile(pid, hz, seconds, extra=()):
         return json.load(open(st.name)), ru
 
 
+def spinners(py, script, depth, n):
+    return [start(py, script, "spin", depth, 2000) for _ in range(n)]
+
+
+def stop(ws):
+    for w in ws:
+        w.kill()
+    for w in ws:
+        w.wait()
+
+
 def bpf_cost(py, script, depth, seconds=3, hz=999):
-    w = start(py, script, "spin", depth, 2000)
+    """One spinner per CPU, so the kernel's per-run figure is a walk's."""
+    ws = spinners(py, script, depth, NCPUS)
     try:
-        stats, _ = profile(w.pid, hz, seconds)
+        stats, _ = profile(",".join(str(w.pid) for w in ws), hz, seconds)
+    finally:
+        stop(ws)
+    return stats
+
+
+def throughput(py, script, seconds=5):
+    """Every CPU busy with the target at -F 100000/CPUs."""
+    hz = -(-100000 // NCPUS)
+    ws = spinners(py, script, 30, NCPUS)
+    try:
+        stats, ru = profile(",".join(str(w.pid) for w in ws), hz, seconds)
+    finally:
+        stop(ws)
+    n = max(stats["collected"], 1)
+    return {"hz": hz, "samples": stats["collected"],
+            "samples_per_s": stats["collected"] / stats["duration_s"],
+            "lost_pct": 100 * stats["lost"] / n,
+            "dropped_pct": 100 * sum(stats["dropped"].values()) / n,
+            "bpf_ns_per_run": stats["bpf_ns_per_run"],
+            "profiler_us_per_sample": 1e6 * (ru.ru_utime + ru.ru_stime) / n,
+            "rss_peak_kb": stats.get("rss_peak_kb", 0)}
+
+
+def idle_cpu(py, seconds=10):
+    """Profiler CPU while its target sleeps: the cost of waking up at all."""
+    w = subprocess.Popen([py, "-c", "import time; time.sleep(3600)"])
+    try:
+        time.sleep(0.3)
+        stats, ru = profile(w.pid, 999, seconds)
     finally:
         w.kill()
         w.wait()
-    return stats
+    return {"seconds": stats["duration_s"],
+            "cpu_pct": 100 * (ru.ru_utime + ru.ru_stime) / max(stats["duration_s"], 1e-9)}
 
 
 def timed_work(py, script, depth, n, hz, other=None):
@@ -169,7 +224,16 @@ def userspace_cost(py, script, hz):
     n = max(s2["collected"] - s1["collected"], 1)
     return {"hz": hz, "samples": s2["collected"], "cpu_s": c2,
             "us_per_sample": 1e6 * max(c2 - c1, 0) / n,
-            "lost_pct": 100 * s2["lost"] / max(s2["collected"], 1)}
+            "lost_pct": 100 * s2["lost"] / max(s2["collected"], 1),
+            "code_hit_rate": s2.get("code_hit_rate", 0), "code_reads": s2.get("code_reads", 0),
+            "rss_peak_kb": s2.get("rss_peak_kb", 0)}
+
+
+def soak(seconds):
+    with tempfile.NamedTemporaryFile(suffix=".json") as j:
+        subprocess.run([sys.executable, os.path.join(REPO, "scripts", "bench-memory.py"),
+                        "--duration", str(seconds), "--json", j.name], check=True)
+        return json.load(open(j.name))
 
 
 def main():
@@ -183,20 +247,23 @@ def main():
     try:
         print("tachyon-bpf bench on %s, %d CPUs, Python %s (rounds: %d)" %
               (os.uname().release, os.cpu_count(), name, ROUNDS))
-        print("\n%-28s %10s %12s %10s" % ("BPF cost, -F 999", "depth", "ns/sample", "ns/run*"))
-        out["bpf_by_depth"] = []
-        for depth in (10, 30, 100):
-            s = bpf_cost(py, script, depth)
-            out["bpf_by_depth"].append({"depth": depth, "ns_per_sample": s["bpf_ns_per_sample"],
-                                        "ns_per_run": s["bpf_ns_per_run"]})
-            print("%-28s %10d %12.0f %10.0f" % (name, depth, s["bpf_ns_per_sample"], s["bpf_ns_per_run"]))
-        out["bpf_by_version"] = []
+        print("\nBPF ns per sample, -F 999, every CPU running the target: kernel run-time stats"
+              " (self-timed)")
+        print("%-14s" % "python" + "".join("%18s" % ("depth %d" % d) for d in DEPTHS)
+              + "   target: <= 2000 at 30, <= 5000 at 100")
+        out["bpf"] = []
         for vname, vpy in interpreters():
-            s = bpf_cost(vpy, script, 30, seconds=2)
-            out["bpf_by_version"].append({"python": vname, "depth": 30,
-                                          "ns_per_sample": s["bpf_ns_per_sample"]})
-            print("%-28s %10d %12.0f %10.0f" % (vname, 30, s["bpf_ns_per_sample"], s["bpf_ns_per_run"]))
-        print("  * kernel run-time stats: every run on every CPU, including idle and other processes")
+            cells = []
+            for depth in DEPTHS:
+                s = bpf_cost(vpy, script, depth, seconds=2)
+                out["bpf"].append({"python": vname, "depth": depth,
+                                   "ns_per_run": s["bpf_ns_per_run"],
+                                   "ns_per_sample_self": s["bpf_ns_per_sample"],
+                                   "partial": s["partial"], "samples": s["collected"]})
+                mark = "" if depth not in TARGET_NS or s["bpf_ns_per_run"] <= TARGET_NS[depth] else "!"
+                cells.append("%6.0f%-1s (%6.0f)" % (s["bpf_ns_per_run"], mark, s["bpf_ns_per_sample"]))
+            print("%-14s" % vname + "".join("%18s" % c for c in cells))
+        print("  ! above the target")
 
         print("\n%-20s %6s %10s %12s %10s %8s" % ("target slowdown", "Hz", "total", "timer floor*",
                                                "BPF walk", "noise"))
@@ -209,13 +276,34 @@ def main():
                 r["spread_pct"]))
         print("  * the same perf events with the BPF program returning at its pid check")
 
-        print("\n%-28s %10s %12s %10s" % ("profiler userspace", "Hz", "CPU us/smpl", "lost %"))
+        print("\n%-22s %8s %12s %9s %10s %9s" % ("profiler userspace", "Hz", "CPU us/smpl",
+                                                  "lost %", "code hits", "peak RSS"))
         out["userspace"] = []
         for hz in (999, 10000):
             r = userspace_cost(py, script, hz)
             out["userspace"].append(r)
-            print("%-28s %10d %12.2f %9.3f%%" % ("%d samples" % r["samples"], hz,
-                                                 r["us_per_sample"], r["lost_pct"]))
+            print("%-22s %8d %12.2f %8.3f%% %9.2f%% %6.1f MiB" % (
+                "%d samples" % r["samples"], hz, r["us_per_sample"], r["lost_pct"],
+                100 * r["code_hit_rate"], r["rss_peak_kb"] / 1024))
+        r = idle_cpu(py)
+        out["idle"] = r
+        print("%-22s %8d %11.3f%% of a CPU while the target sleeps (%.0f s)"
+              % ("idle target", 999, r["cpu_pct"], r["seconds"]))
+
+        r = throughput(py, script)
+        out["throughput"] = r
+        print("\n%-22s %8s %12s %9s %10s %9s" % ("throughput", "Hz/CPU", "samples/s", "lost %",
+                                                  "dropped %", "BPF ns"))
+        print("%-22s %8d %12.0f %8.3f%% %9.3f%% %9.0f" % (
+            "%d CPUs busy" % NCPUS, r["hz"], r["samples_per_s"], r["lost_pct"],
+            r["dropped_pct"], r["bpf_ns_per_run"]))
+        print("  target: >= 100000 samples/s in total, < 0.1 % lost; profiler %.2f us/sample,"
+              " peak RSS %.1f MiB" % (r["profiler_us_per_sample"], r["rss_peak_kb"] / 1024))
+
+        if SOAK_S > 0:
+            print("\nmemory: %d s of --all-python over process, thread and code churn"
+                  " (TB_BENCH_SOAK_S=0 skips)" % SOAK_S, flush=True)
+            out["memory"] = soak(SOAK_S)
     finally:
         os.unlink(script)
     path = os.path.join(REPO, "bench.json")

@@ -108,6 +108,24 @@ def test_output_fifo_refused():
 
 
 @timeout(60)
+def test_output_null_device_allowed_other_devices_refused():
+    """-o /dev/null and --stats /dev/null (benchmarks, smoke runs) work: there
+    is nothing to clobber. Any other device is refused (a root profiler must
+    not write a profile into /dev/zero's kin, let alone /dev/mem)."""
+    w = _target()
+    res = run_profiler(w.pid, ["-F", 99, "-d", 1, "-o", "/dev/null"], timeout=20)
+    check(res.rc == 0, "-o /dev/null: %s" % res.where())
+    check(any("samples in" in l for l in res.err_lines()),
+          "-o /dev/null: no closing statistics: %r" % res.err_lines())
+    st = os.stat("/dev/null")
+    check(stat.S_ISCHR(st.st_mode), "/dev/null is no longer a device: %o" % st.st_mode)
+    res = run_profiler(w.pid, ["-F", 99, "-d", 1, "--stats", "/dev/null"], timeout=20)
+    check(res.rc == 0, "--stats /dev/null: %s" % res.where())
+    res = run_profiler(w.pid, ["-F", 99, "-d", 1, "-o", "/dev/zero"], timeout=20)
+    _refused(res, "-o /dev/zero", ["not a regular file"])
+
+
+@timeout(60)
 def test_output_mode_with_umask_0():
     """With umask 000 the profile is still created 0644 or stricter, and so
     is the --stats file."""
