@@ -14,7 +14,7 @@ to bench.json, so runs can be compared.
     code-object cache hit rate and the profiler's peak RSS; its CPU use
     while the target idles;
   - throughput: every CPU running the target at -F 100000/CPUs (>= 100k
-    samples per second in total), lost %;
+    samples per second in total), capped at the safe 20 kHz per CPU; lost %;
   - memory over a long --all-python run with process, thread and code churn
     (scripts/bench-memory.py; TB_BENCH_SOAK_S seconds, default 600, 0 skips).
 
@@ -37,6 +37,7 @@ SOAK_S = int(os.environ.get("TB_BENCH_SOAK_S", "600"))
 NCPUS = os.cpu_count() or 1
 DEPTHS = (10, 30, 100)
 TARGET_NS = {30: 2000, 100: 5000}
+SAFE_HZ = 20000     # TB_SAFE_CLOCK_HZ: above it the profiler wants --unsafe-rate
 
 # Recurse to a given depth, then spin, or run a fixed amount of work.
 WORKLOAD = r'''
@@ -132,8 +133,9 @@ def bpf_cost(py, script, depth, seconds=3, hz=999):
 
 
 def throughput(py, script, seconds=5):
-    """Every CPU busy with the target at -F 100000/CPUs."""
-    hz = -(-100000 // NCPUS)
+    """Every CPU busy with the target at -F 100000/CPUs, at most the safe
+    timer rate (20 kHz per CPU without --unsafe-rate)."""
+    hz = min(-(-100000 // NCPUS), SAFE_HZ)
     ws = spinners(py, script, 30, NCPUS)
     try:
         stats, ru = profile(",".join(str(w.pid) for w in ws), hz, seconds)

@@ -23,6 +23,7 @@ enum {
 	OPT_GC,
 	OPT_KERNEL,
 	OPT_NO_FALLBACK,
+	OPT_UNSAFE_RATE,
 	OPT_ALL_PYTHON,
 	OPT_SUBPROCESSES,
 	OPT_PIDS,
@@ -60,7 +61,9 @@ static const char usage_text[] =
 "  -o, --output FILE        write the profile to FILE instead of stdout\n"
 "  -f, --format FORMAT      %s\n"
 "                           (default: from -o's extension, else collapsed)\n"
-"  -c, --period N           one sample every N events instead of -F\n"
+"  -c, --period N           one sample every N events instead of -F (cpu-clock\n"
+"                           and task-clock: nanoseconds)\n"
+"      --unsafe-rate        allow timer sampling above %d Hz per CPU\n"
 "  -e, --event EVENT        perf event that drives sampling (default cpu-clock;\n"
 "                           '-e help' lists the events and what this machine\n"
 "                           supports). A hardware event this machine lacks\n"
@@ -122,8 +125,8 @@ static const char top_usage[] =
 "  -F, --frequency HZ       samples per second per CPU (default 99)\n"
 "  -d, --duration SECONDS   quit after this long\n"
 "  -m, --mode MODE          cpu (default), wall or gil, as without top\n"
-"  -c, -e, --no-fallback, --threads, --gc, --kernel, --pids, --full-filenames,\n"
-"  --force-version, --stats FILE, --summary, -v: as without top\n"
+"  -c, -e, --no-fallback, --unsafe-rate, --threads, --gc, --kernel, --pids,\n"
+"  --full-filenames, --force-version, --stats FILE, --summary, -v: as without top\n"
 "\n"
 "Examples:\n"
 "  sudo tachyon-bpf top -p 1234\n"
@@ -176,6 +179,7 @@ static const struct option longopts[] = {
 	{ "full-filenames", no_argument, NULL, OPT_FULL_FILENAMES },
 	{ "stats", required_argument, NULL, OPT_STATS },
 	{ "force-version", no_argument, NULL, OPT_FORCE_VERSION },
+	{ "unsafe-rate", no_argument, NULL, OPT_UNSAFE_RATE },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ "summary", no_argument, NULL, OPT_SUMMARY },
 	{ "pyroscope", required_argument, NULL, OPT_PYROSCOPE },
@@ -329,6 +333,33 @@ static int parse_period(const char *arg, struct options *o)
 	return 0;
 }
 
+/*
+ * Timer events interrupt every CPU at the rate asked, whatever it runs.
+ * Each interrupt costs several microseconds in a VM (kvm-clock exits), and
+ * the kernel does not throttle software clocks by CPU time the way it does
+ * PMU events (perf_cpu_time_max_percent): at 50 kHz per CPU this 2-vCPU VM
+ * livelocked for minutes. Above TB_SAFE_CLOCK_HZ, only when insisted on.
+ */
+int cli_check_rate(const struct options *o)
+{
+	uint64_t hz;
+
+	if (o->unsafe_rate || !event_is_clock(o->event))
+		return 0;
+	hz = o->period ? 1000000000ull / o->period : o->freq;
+	if (hz <= TB_SAFE_CLOCK_HZ)
+		return 0;
+	if (o->period)
+		tb_error("-c %llu: %s every %llu ns is %llu interrupts per second per CPU, above the safe %d (use -c %d or more, or --unsafe-rate)",
+			 (unsigned long long)o->period, o->event->name,
+			 (unsigned long long)o->period, (unsigned long long)hz, TB_SAFE_CLOCK_HZ,
+			 1000000000 / TB_SAFE_CLOCK_HZ);
+	else
+		tb_error("-F %llu: above the safe timer rate of %d per CPU, where sampling interrupts can starve the machine (use -F %d or less, or --unsafe-rate)",
+			 (unsigned long long)hz, TB_SAFE_CLOCK_HZ, TB_SAFE_CLOCK_HZ);
+	return -1;
+}
+
 /* Pyroscope takes whole seconds in from/until: an interval below 1 s says nothing. */
 static int parse_push_interval(const char *arg, struct options *o)
 {
@@ -402,6 +433,9 @@ static int parse_flag(int c, struct options *o)
 		return 0;
 	case OPT_NO_FALLBACK:
 		o->no_fallback = 1;
+		return 0;
+	case OPT_UNSAFE_RATE:
+		o->unsafe_rate = 1;
 		return 0;
 	case 'a':
 		o->all_python = 1;
@@ -498,7 +532,8 @@ static const char *const command_names[] = {
 /* Options each subcommand takes; recording takes them all. */
 static const int top_opts[] = {
 	'p', 'a', 's', 'F', 'c', 'd', 'e', 'm', 'v', OPT_PIDS, OPT_FULL_FILENAMES,
-	OPT_FORCE_VERSION, OPT_THREADS, OPT_GC, OPT_KERNEL, OPT_NO_FALLBACK, OPT_SUMMARY,
+	OPT_FORCE_VERSION, OPT_THREADS, OPT_GC, OPT_KERNEL, OPT_NO_FALLBACK, OPT_UNSAFE_RATE,
+	OPT_SUMMARY,
 	OPT_STATS, 0,
 };
 static const int dump_opts[] = {
@@ -534,7 +569,7 @@ static void print_usage(int command)
 	else if (command == CMD_DUMP)
 		fputs(dump_usage, stdout);
 	else
-		printf(usage_text, writer_names());
+		printf(usage_text, writer_names(), TB_SAFE_CLOCK_HZ);
 }
 
 /* The Pyroscope options come together or not at all. */

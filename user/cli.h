@@ -9,6 +9,8 @@
 #include "output.h"
 
 #define CLI_MAX_PIDS 1024
+/* Timer sampling above this many interrupts per second per CPU needs --unsafe-rate. */
+#define TB_SAFE_CLOCK_HZ 20000
 
 /* What to do: record a profile (the default), or a subcommand. */
 enum tb_command {
@@ -29,6 +31,7 @@ struct options {
 	const struct tb_event *event;
 	int event_given;	/* -e named an event explicitly */
 	int no_fallback;	/* an event the machine lacks is an error */
+	int unsafe_rate;	/* --unsafe-rate: timer sampling above TB_SAFE_CLOCK_HZ */
 	int mode;		/* enum tb_mode */
 	int threads;		/* a root frame per thread */
 	int gc_frames;		/* a <GC> leaf while the collector runs */
@@ -50,6 +53,9 @@ struct options {
 
 /* Fills o. Returns -1 to go on, else an exit code (0 after --help/--version). */
 int cli_parse(int argc, char **argv, struct options *o);
+/* -1 (after one message) if the rate could starve the machine; run after
+ * the event is final (a hardware event may have fallen back to cpu-clock). */
+int cli_check_rate(const struct options *o);
 /* The kernel's ceiling for -F (kernel.perf_event_max_sample_rate). */
 uint64_t cli_max_sample_rate(void);
 

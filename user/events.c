@@ -61,6 +61,12 @@ const char *event_names(void)
 	return buf;
 }
 
+int event_is_clock(const struct tb_event *e)
+{
+	return e->type == PERF_TYPE_SOFTWARE &&
+	       (e->config == PERF_COUNT_SW_CPU_CLOCK || e->config == PERF_COUNT_SW_TASK_CLOCK);
+}
+
 int event_supported(const struct tb_event *e)
 {
 	struct perf_event_attr a = {

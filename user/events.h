@@ -20,6 +20,8 @@ const struct tb_event *event_default(void);
 const struct tb_event *event_at(int i);
 /* Comma-separated list of names, for messages. */
 const char *event_names(void);
+/* 1 for the timer-driven events (cpu-clock, task-clock): periods in ns. */
+int event_is_clock(const struct tb_event *e);
 /* 1 if this machine can open the event on CPU 0. */
 int event_supported(const struct tb_event *e);
 

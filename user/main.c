@@ -253,6 +253,8 @@ int main(int argc, char **argv)
 		return TB_EXIT_RUNTIME;
 	if (check_event(&o))
 		return TB_EXIT_RUNTIME;
+	if (cli_check_rate(&o))
+		return TB_EXIT_USAGE;
 	if (o.command != CMD_TOP) {
 		out = open_output(o.output);
 		if (!out)

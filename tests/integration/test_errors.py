@@ -79,6 +79,23 @@ def test_error_freq_too_high():
 
 
 @timeout(30)
+def test_error_rate_unsafe():
+    """Timer sampling above 20 kHz per CPU livelocked this 2-vCPU VM (-c 20000,
+    50 kHz, for minutes): refused with the way out, in -F and -c form, and
+    for a hardware event that fell back to cpu-clock."""
+    pid = _target().pid
+    _expect_error(pid, ["-F", "20001", "-d", 1], 2, must=[r"-F 20000 or less", r"--unsafe-rate"],
+                  what="-F 20001")
+    _expect_error(pid, ["-c", "20000", "-d", 1], 2,
+                  must=[r"50000 interrupts per second", r"-c 50000 or more", r"--unsafe-rate"],
+                  what="-c 20000")
+    _expect_error(pid, ["-e", "task-clock", "-c", "10000", "-d", 1], 2,
+                  must=[r"task-clock every 10000 ns"], what="-e task-clock -c 10000")
+    res = run_profiler(pid, ["-F", 20000, "-d", 1, "-o", "/dev/null"], timeout=20)
+    check(res.rc == 0, "-F 20000 (the limit itself) failed %s" % res.where())
+
+
+@timeout(30)
 def test_error_unknown_event():
     _expect_error(_target().pid, ["-e", "bogus-event", "-d", 1], 2, must=[r"bogus-event"],
                   what="-e bogus-event")
