@@ -118,16 +118,6 @@ static int pending_for(const struct session *s, uint32_t target)
 	return 0;
 }
 
-static int pending_stack(const struct session *s, uint64_t stack_id)
-{
-	size_t i;
-
-	for (i = 0; i < s->npend; i++)
-		if (s->pend[i].k.stack_id == stack_id)
-			return 1;
-	return 0;
-}
-
 static void resolve_opts_of(struct session *s, struct resolve_opts *ro)
 {
 	*ro = (struct resolve_opts){
@@ -498,7 +488,8 @@ static void add_sample(struct session *s, uint32_t pid, uint32_t tid, uint64_t s
 		/* Another CPU's copy of the frames may still be on its way; or
 		 * the BPF side sent this sample just before a compaction told it
 		 * to resend frames: make sure it sends them the next time. */
-		if (s->st.compactions && !pending_stack(s, stack_id))
+		if (s->st.compactions &&
+		    !(s->npend && s->pend[s->npend - 1].k.stack_id == stack_id))
 			sampler_forget_stacks(&s->sampler, &stack_id, 1);
 		if (add_pending(s, &k, weight))
 			s->st.missing_stack += weight;
