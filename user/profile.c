@@ -47,6 +47,7 @@ int profile_add_stack(struct profile *p, const struct tb_stack *rec, size_t size
 		return -1;
 	}
 	sf->depth = depth;
+	sf->refs = 0;
 	memcpy(sf->frames, rec->frames, bytes);
 	*slot = sf;
 	return 1;

@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -210,6 +211,9 @@ static void compact(struct session *s)
 	sampler_forget_all_stacks(&s->sampler);
 	symbols_next_epoch(&s->sym);
 	s->st.compactions++;
+	tb_debug("compaction %" PRIu64 ": %zu frozen rows, %zu frames; live: %zu rows, %zu stacks, %zu code objects, %zu pending samples",
+		 s->st.compactions, s->frozen.nsamples, s->frozen.nframes, s->prof.counts.len,
+		 s->prof.stacks.len, s->sym.codes.len, s->npend);
 }
 
 /* This incarnation is over (exit or exec); its samples stay in the profile. */

@@ -507,9 +507,14 @@ def test_long_run_compaction():
     code = start_workload(python, "code_reuse.py", 60)
     threads = start_workload(python, "thread_churn.py", 300, 60)
     first, period = code.info["first_line"], code.info["period"]
-    res = run_profiler([code.pid, threads.pid], ["-F", 499, "-d", 23, "--full-filenames"],
+    res = run_profiler([code.pid, threads.pid], ["-F", 499, "-d", 23, "--full-filenames", "-v"],
                        timeout=60, stats=True)
     st = _sound(res, "long run")
+    # What the folding leaves behind (its -v line): no stacks held over.
+    held = [int(m.group(1)) for m in (re.search(r"compaction \d+: .* live: \d+ rows, (\d+) stacks", l)
+                                      for l in res.err_lines()) if m]
+    check(len(held) >= 2 and max(held) <= 500,
+          "stacks still held after each compaction: %s (want a few at most)" % held)
     check(st["compactions"] >= 2, "%d compactions in 23 s (one per 10 s expected)"
           % st["compactions"])
     check(st["code_evicted"] > 0 and st["code_cached"] < st["code_reads"],
