@@ -39,7 +39,9 @@ DEPTHS = (10, 30, 100)
 TARGET_NS = {30: 2000, 100: 5000}
 SAFE_HZ = 20000     # TB_SAFE_CLOCK_HZ: above it the profiler wants --unsafe-rate
 
-# Recurse to a given depth, then spin, or run a fixed amount of work.
+# Call down a chain of distinct functions (one code object per level, as a
+# real stack has, so no per-walk cache can make a deep stack look cheap),
+# then spin, or run a fixed amount of work.
 WORKLOAD = r'''
 import sys, time
 def spin(n):
@@ -47,10 +49,18 @@ def spin(n):
     for i in range(n):
         x += i * i
     return x
-def down(d, n):
+LEVELS = {"spin": spin}
+def level(d):
     if d <= 1:
-        return spin(n)
-    return down(d - 1, n)
+        return spin
+    if d not in LEVELS:
+        src = "def f%d(n):\n    return callee(n)\n" % d
+        ns = {"callee": level(d - 1)}
+        exec(compile(src, "<level%d>" % d, "exec"), ns)
+        LEVELS[d] = ns["f%d" % d]
+    return LEVELS[d]
+def down(d, n):
+    return level(d)(n)
 mode, depth, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 sys.setrecursionlimit(10000)
 if mode == "spin":
