@@ -6,8 +6,9 @@
  * find the interrupted thread's PyThreadState, walk the Python frame chain
  * with the offsets userspace put in `procs`, hash the frames into a stack
  * id and push a small sample record. The frames themselves travel once per
- * stack id (see `sent`), so the steady state costs one tstate read, two
- * reads per frame and a 48-byte ring buffer record.
+ * stack id (see `sent`), so the steady state costs one tstate read, one
+ * read per page of frame stack, one read per distinct code object and a
+ * 32-byte ring buffer record.
  *
  * on_switch (tp_btf/sched_switch, wall mode): capture a profiled thread's
  * stack when it leaves the CPU and credit the time it was away, in sample
@@ -124,6 +125,14 @@ struct {
  * bpf_prog_active guard), so one slot per CPU is enough.
  */
 #define RECENT 64	/* stack ids this CPU knows were sent: skips an LRU lookup */
+/*
+ * A thread's frames sit on its frame stack, each caller just below its
+ * callee: one read of the leaf's page, up to the leaf's fields, brings in
+ * the callers on that page too. The window never reaches below that page,
+ * so it never touches memory the thread has not used. Measured on 3.12 at
+ * depth 100: 5.95 -> 5.27 us per sample against one read per frame.
+ */
+#define WIN 4096
 
 struct recent {
 	__u64 id;
@@ -134,6 +143,7 @@ struct scratch {
 	struct tb_stack stack;
 	struct tb_walk walk;
 	__u8 buf[TB_READ_MAX + 8];
+	__u8 win[WIN + TB_READ_MAX + 8];
 	struct recent recent[RECENT];
 	__u64 last_tstate;	/* of last_id: skips a hash lookup while a thread runs */
 	__u64 last_id;		/* pid << 32 | tid it belongs to */
@@ -147,6 +157,20 @@ struct {
 } scratch SEC(".maps");
 
 #define FNV_OFFSET 0xcbf29ce484222325ULL
+
+/* A code object as the walk checked it. */
+struct code_seen {
+	__u64 addr;		/* 0 = none yet */
+	__u32 fp;		/* its fingerprint */
+	__u32 words;		/* its frames' size in words (caller_adjacent) */
+};
+
+/* What s->win holds: [base, base + len) of the thread's memory. */
+struct window {
+	__u64 base;
+	__u64 len;		/* 0 = nothing */
+	__u64 fo;		/* the current frame's offset in it */
+};
 
 struct walk_ctx {
 	struct scratch *s;
@@ -162,6 +186,8 @@ struct walk_ctx {
 	__u64 cframe_prev;	/* 3.11/3.12: tstate->cframe->previous */
 	__u32 check_entry;	/* the first entry frame is still to be vouched for */
 	__u32 pad;
+	struct code_seen code;	/* the code object of the last frame recorded */
+	struct window w;	/* the frame stack bytes in s->win */
 };
 
 struct find_ctx {
@@ -180,6 +206,56 @@ static __always_inline __u64 get_u64(struct scratch *s, __u32 off)
 static __always_inline __u32 get_u32(struct scratch *s, __u32 off)
 {
 	return *(__u32 *)&s->buf[off & BUF_MASK];
+}
+
+/* A field of the current frame, from the window. */
+static __always_inline __u64 fr_u64(struct walk_ctx *c, __u32 off)
+{
+	return *(__u64 *)&c->s->win[(c->w.fo & (WIN - 1)) + (off & (TB_READ_MAX - 1))];
+}
+
+static __always_inline __u8 fr_u8(struct walk_ctx *c, __u32 off)
+{
+	return c->s->win[(c->w.fo & (WIN - 1)) + (off & (TB_READ_MAX - 1))];
+}
+
+/*
+ * Make the frame's first fr_read bytes readable with fr_u64(): from the
+ * window when it holds them (a caller on the leaf's page), else with a new
+ * window. Returns 0, or -1 if the frame cannot be read. A global function:
+ * the verifier checks it once rather than on every path of the walk.
+ */
+__noinline int frame_bytes(struct scratch *s, struct window *w, __u64 frame)
+{
+	__u64 need, end, start, size;
+
+	if (!s || !w)
+		return -1;
+	need = s->walk.fr_read;
+	end = frame + need;
+	if (frame >= w->base && end <= w->base + w->len) {
+		w->fo = frame - w->base;
+		return 0;
+	}
+	start = frame & ~4095ULL;
+	if (end - start > WIN)
+		start = end - WIN;
+	size = end - start;
+	if (size > WIN)
+		size = WIN;
+	if (bpf_probe_read_user(s->win, size, (void *)start)) {
+		/* Not all of it readable: the frame alone, then. */
+		start = frame;
+		size = need > TB_READ_MAX ? TB_READ_MAX : need;
+		if (bpf_probe_read_user(s->win, size, (void *)start)) {
+			w->len = 0;
+			return -1;
+		}
+	}
+	w->base = start;
+	w->len = size;
+	w->fo = frame - start;
+	return 0;
 }
 
 static __always_inline int read_into(struct scratch *s, __u32 size, __u64 addr)
@@ -332,6 +408,7 @@ static __always_inline void restart_walk(struct walk_ctx *c, __u64 frame)
 	c->hash = FNV_OFFSET;
 	c->check_next = 0;
 	c->bottom_ok = 1;
+	c->code.addr = 0;	/* it came from the dead chain */
 }
 
 /*
@@ -348,13 +425,43 @@ static __always_inline void restart_walk(struct walk_ctx *c, __u64 frame)
  */
 static __always_inline int caller_adjacent(struct walk_ctx *c, __u64 frame)
 {
-	struct scratch *s = c->s;
-	struct tb_walk *L = &s->walk;
-	__u64 words = get_u32(s, L->co_fs_a) + L->co_fs_add;
+	return frame + (__u64)c->code.words * 8 == c->leaf;
+}
 
-	if (L->co_fs_b != TB_NO_OFFSET)
-		words += get_u32(s, L->co_fs_b);
-	return frame + words * 8 == c->leaf;
+/*
+ * Read and check the code object into *seen, unless the frame just
+ * recorded ran the same one (recursion): a chain holds a reference to each
+ * of its code objects, so within one walk an address names one object.
+ * Per-walk state only, on the stack: a sample's cost is mostly cache
+ * misses, and a table in the map would add one per frame. Returns 0, or
+ * the counter that says why the pointer is no code object. Global, so the
+ * verifier checks it once.
+ */
+__noinline int code_info(struct scratch *s, struct code_seen *seen, __u64 code)
+{
+	struct tb_walk *L;
+	__u32 words = 0;
+
+	if (!s || !seen)
+		return TB_C_READ_CODE;
+	if (code == seen->addr && code)
+		return 0;
+	L = &s->walk;
+	if (read_into(s, L->co_read, code))
+		return TB_C_READ_CODE;
+	if (L->code_type_addr && get_u64(s, L->co_type) != L->code_type_addr)
+		return TB_C_BAD_CODE;
+	seen->fp = get_u32(s, L->co_fp);
+	if (L->co_fp2 != TB_NO_OFFSET)
+		seen->fp ^= get_u32(s, L->co_fp2);
+	if (L->co_fs_a != TB_NO_OFFSET) {
+		words = get_u32(s, L->co_fs_a) + L->co_fs_add;
+		if (L->co_fs_b != TB_NO_OFFSET)
+			words += get_u32(s, L->co_fs_b);
+	}
+	seen->words = words;
+	seen->addr = code;
+	return 0;
 }
 
 static __always_inline int record_frame(struct walk_ctx *c, __u64 frame, __u64 code,
@@ -365,25 +472,21 @@ static __always_inline int record_frame(struct walk_ctx *c, __u64 frame, __u64 c
 	struct tb_frame *out;
 	__u32 fp;
 	__s64 idx;
+	int err;
 
 	idx = (__s64)(instr - (code + L->co_adaptive)) >> 1;
 	if (idx < -1 || idx > 0x3fffffff)
 		idx = -1;
 
-	if (read_into(s, L->co_read, code)) {
-		count(c->cnt, TB_C_READ_CODE);
-		return -1;
-	}
-	if (L->code_type_addr && get_u64(s, L->co_type) != L->code_type_addr) {
-		count(c->cnt, TB_C_BAD_CODE);
+	err = code_info(s, &c->code, code);
+	if (err) {
+		count(c->cnt, err == TB_C_BAD_CODE ? TB_C_BAD_CODE : TB_C_READ_CODE);
 		return -1;
 	}
 	if (c->check_next && !caller_adjacent(c, frame))
 		return -1;
 	c->check_next = 0;
-	fp = get_u32(s, L->co_fp);
-	if (L->co_fp2 != TB_NO_OFFSET)
-		fp ^= get_u32(s, L->co_fp2);
+	fp = c->code.fp;
 
 	out = &s->stack.frames[c->depth & (TB_MAX_DEPTH - 1)];
 	out->code = code;
@@ -395,15 +498,14 @@ static __always_inline int record_frame(struct walk_ctx *c, __u64 frame, __u64 c
 	return 0;
 }
 
-/* May this frame (bytes in s->buf) be the last of a complete chain? */
-static __always_inline __u32 can_end(struct scratch *s, __u8 owner)
+static __always_inline __u32 can_end(struct walk_ctx *c, __u8 owner)
 {
-	struct tb_walk *L = &s->walk;
+	struct tb_walk *L = &c->s->walk;
 
 	if (L->bottom_shim)
 		return owner >= L->owner_skip;
 	if (L->fr_entry != TB_NO_OFFSET)
-		return s->buf[L->fr_entry & BUF_MASK] != 0;
+		return fr_u8(c, L->fr_entry) != 0;
 	return 1;
 }
 
@@ -425,14 +527,14 @@ static long walk_step(__u32 i, void *arg)
 		c->flags |= TB_SF_TRUNCATED;
 		return 1;
 	}
-	if (read_into(s, L->fr_read, frame)) {
+	if (frame_bytes(s, &c->w, frame)) {
 		c->flags |= TB_SF_PARTIAL;
 		return 1;
 	}
-	owner = s->buf[L->fr_owner & BUF_MASK];
-	c->frame = get_u64(s, L->fr_previous);
-	c->bottom_ok = can_end(s, owner);
-	entry = L->fr_entry != TB_NO_OFFSET && s->buf[L->fr_entry & BUF_MASK];
+	owner = fr_u8(c, L->fr_owner);
+	c->frame = fr_u64(c, L->fr_previous);
+	c->bottom_ok = can_end(c, owner);
+	entry = L->fr_entry != TB_NO_OFFSET && fr_u8(c, L->fr_entry);
 	if (owner > L->owner_max) {
 		c->flags |= TB_SF_PARTIAL;	/* not a frame: stale or torn chain */
 		return 1;
@@ -448,8 +550,8 @@ static long walk_step(__u32 i, void *arg)
 		return 0;	/* C-stack / entry shim: not a Python frame */
 	}
 
-	code = get_u64(s, L->fr_code) & L->exec_mask;
-	instr = get_u64(s, L->fr_instr);
+	code = fr_u64(c, L->fr_code) & L->exec_mask;
+	instr = fr_u64(c, L->fr_instr);
 	if (record_frame(c, frame, code, instr) == 0) {
 		if (L->prev_instr && L->co_fs_a != TB_NO_OFFSET && c->depth == 1 &&
 		    s->stack.frames[0].instr == -1) {
@@ -546,7 +648,7 @@ static __always_inline int push_stack(struct scratch *s, __u64 id, __u32 depth)
 	return 1;
 }
 
-static __always_inline int push_sample(__u32 pid, __u32 tid, __u64 now, __u64 stack_id,
+static __always_inline int push_sample(__u32 pid, __u32 tid, __u64 stack_id,
 				       __u32 flags, __u32 weight, __s32 kstack)
 {
 	struct tb_sample *r;
@@ -558,13 +660,10 @@ static __always_inline int push_sample(__u32 pid, __u32 tid, __u64 now, __u64 st
 	r->kind = TB_REC_SAMPLE;
 	r->pid = pid;
 	r->tid = tid;
-	r->cpu = bpf_get_smp_processor_id();
-	r->time_ns = now;
-	r->stack_id = stack_id;
 	r->flags = flags;
+	r->stack_id = stack_id;
 	r->weight = weight;
 	r->kstack = kstack;
-	r->pad = 0;
 	/* Wake the consumer only when there is a batch worth reading. */
 	wake = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ?
 		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
@@ -599,10 +698,17 @@ static __always_inline struct scratch *begin(struct walk_ctx *c, struct tb_walk 
 	return s;
 }
 
+/*
+ * The program times one event in TIME_EVERY (the clock reads cost about
+ * 5 % of a sample) and counts that time TIME_EVERY times: an estimate for
+ * --stats, next to the kernel's own run-time statistics.
+ */
+#define TIME_EVERY 16
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid(), t0;
+	__u64 id = bpf_get_current_pid_tgid(), t0 = 0;
 	__u32 pid = id >> 32, tid = (__u32)id;
 	struct walk_ctx c = {};
 	struct tb_walk *L;
@@ -611,10 +717,11 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	L = bpf_map_lookup_elem(&procs, &pid);
 	if (!L)
 		return 0;
-	t0 = bpf_ktime_get_ns();
 	if (!begin(&c, L))
 		return 0;
 	count(c.cnt, TB_C_EVENTS);
+	if (!(c.cnt[TB_C_EVENTS] & (TIME_EVERY - 1)))
+		t0 = bpf_ktime_get_ns();
 	ret = walk_current(&c, pid, tid);
 	if (ret) {
 		count(c.cnt, ret);
@@ -626,7 +733,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		goto out;
 	}
 	ret = push_stack(c.s, c.hash, c.depth);
-	if (ret < 0 || push_sample(pid, tid, t0, c.hash, c.flags, 1, kernel_stack(ctx, c.cnt)) < 0) {
+	if (ret < 0 || push_sample(pid, tid, c.hash, c.flags, 1, kernel_stack(ctx, c.cnt)) < 0) {
 		count(c.cnt, TB_C_LOST);
 		goto out;
 	}
@@ -634,7 +741,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		count(c.cnt, TB_C_STACKS);
 	count(c.cnt, TB_C_SAMPLES);
 out:
-	c.cnt[TB_C_BPF_NS] += bpf_ktime_get_ns() - t0;
+	if (t0)
+		c.cnt[TB_C_BPF_NS] += (bpf_ktime_get_ns() - t0) * TIME_EVERY;
 	return 0;
 }
 
@@ -691,7 +799,7 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 	cnt = bpf_map_lookup_elem(&counters, &zero);
 	if (!cnt)
 		return;
-	if (push_sample(oc->pid, tid, now, oc->stack_id, oc->flags, (__u32)periods, oc->kstack)) {
+	if (push_sample(oc->pid, tid, oc->stack_id, oc->flags, (__u32)periods, oc->kstack)) {
 		cnt[TB_C_OFFCPU_LOST] += periods;
 		return;
 	}

@@ -114,18 +114,18 @@ enum tb_sample_flags {
 /* Flags that are part of the stack's identity (the rest describe the moment). */
 #define TB_SF_STACK_MASK	(TB_SF_TRUNCATED | TB_SF_PARTIAL)
 
-/* Pushed for every sample. Small: the frames travel once per stack id. */
+/*
+ * Pushed for every sample. Small: the frames travel once per stack id; no
+ * time stamp (the ring buffer's order is all the consumer needs).
+ */
 struct tb_sample {
 	__u32 kind;		/* TB_REC_SAMPLE */
 	__u32 pid;
 	__u32 tid;
-	__u32 cpu;
-	__u64 time_ns;		/* bpf_ktime_get_ns() */
-	__u64 stack_id;
 	__u32 flags;		/* enum tb_sample_flags */
+	__u64 stack_id;
 	__u32 weight;		/* sample periods this record stands for (1 on CPU) */
 	__s32 kstack;		/* kernel stack id in `kstacks`, or < 0 */
-	__u32 pad;
 };
 
 enum tb_proc_event {
@@ -173,7 +173,7 @@ enum tb_counter {
 	TB_C_BAD_CODE,		/* frame skipped: code pointer is not a code object */
 	TB_C_TRUNCATED,		/* written truncated: deeper than TB_MAX_DEPTH */
 	TB_C_TSTATE_MISS,	/* tid cache misses (thread list walks) */
-	TB_C_BPF_NS,		/* ns spent in the program for profiled events */
+	TB_C_BPF_NS,		/* ns in the program for profiled events (estimate) */
 	TB_C_FILTERED,		/* dropped: --mode gil and the thread lacked the GIL */
 	TB_C_OFFCPU_WALKS,	/* stacks captured at switch-out (wall mode) */
 	TB_C_OFFCPU_SKIPPED,	/* switch-outs with no Python stack to capture */

@@ -105,6 +105,10 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 			 strerror(-ret));
 		return -1;
 	}
+	/* Only when asked: they cost two clock reads on every run of every
+	 * BPF program on the machine, not just ours. */
+	if (!o->kernel_stats)
+		return 0;
 	s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	if (s->stats_fd < 0)
 		tb_debug("kernel BPF run-time statistics unavailable: %s", strerror(errno));

@@ -21,6 +21,7 @@ struct sampler_opts {
 	int kernel_stacks;	/* --kernel: capture kernel stacks */
 	int report_all_exec;	/* --all-python: every exec is news */
 	int read_status;	/* read GIL and GC state in every sample */
+	int kernel_stats;	/* turn the kernel's BPF run-time statistics on */
 	ring_buffer_sample_fn on_record;
 	void *ctx;
 };

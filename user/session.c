@@ -697,6 +697,7 @@ int session_start(struct session *s)
 		.kernel_stacks = s->opt->kernel, .report_all_exec = s->opt->all_python,
 		/* Two more reads per sample: only when something uses them. */
 		.read_status = s->opt->mode == TB_MODE_GIL || s->opt->gc_frames,
+		.kernel_stats = s->opt->stats_path || tb_verbose,
 		.on_record = on_record, .ctx = s,
 	};
 	char err[512];
