@@ -83,6 +83,30 @@ struct {
 	__uint(max_entries, 8 * 1024 * 1024);
 } events SEC(".maps");
 
+/*
+ * In-kernel aggregation: a sample that finds its key adds one to it. The
+ * map sits in count_slot; deleting it from there (a map-in-map update)
+ * makes the kernel wait until no program still holds it, so userspace can
+ * then read and clear it without losing an increment.
+ */
+struct counts_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);	/* sized by userspace from -F and the CPUs */
+	__type(key, struct tb_count_key);
+	__type(value, __u64);
+};
+
+struct counts_map counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, struct counts_map);
+} count_slot SEC(".maps") = {
+	.values = { &counts },
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -621,7 +645,7 @@ static __always_inline void read_gil_gc(struct walk_ctx *c)
 }
 
 /* Push the frames of a stack id the consumer may not have yet. */
-static __always_inline int push_stack(struct scratch *s, __u64 id, __u32 depth)
+static __always_inline int push_stack(struct scratch *s, __u32 pid, __u64 id, __u32 depth)
 {
 	__u64 size = TB_STACK_HDR_SIZE + (__u64)depth * sizeof(struct tb_frame);
 	struct recent *seen = &s->recent[id & (RECENT - 1)];
@@ -640,6 +664,8 @@ static __always_inline int push_stack(struct scratch *s, __u64 id, __u32 depth)
 	s->stack.kind = TB_REC_STACK;
 	s->stack.depth = depth;
 	s->stack.stack_id = id;
+	s->stack.pid = pid;
+	s->stack.pad = 0;
 	if (bpf_ringbuf_output(&events, &s->stack, size, BPF_RB_FORCE_WAKEUP))
 		return -1;
 	bpf_map_update_elem(&sent, &id, &epoch, BPF_ANY);
@@ -668,6 +694,37 @@ static __always_inline int push_sample(__u32 pid, __u32 tid, __u64 stack_id,
 	wake = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ?
 		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 	bpf_ringbuf_submit(r, wake);
+	return 0;
+}
+
+/*
+ * Count the sample in the plugged-in map. Returns 0, or -1 if it must
+ * travel as a record: the map is unplugged (being read) or full.
+ */
+static __always_inline int count_sample(__u32 pid, __u32 tid, __u64 stack_id, __u32 flags,
+					__s32 kstack)
+{
+	struct tb_count_key k = {
+		.pid = pid, .tid = tid, .stack_id = stack_id, .flags = flags, .kstack = kstack,
+	};
+	__u64 one = 1, *n;
+	__u32 zero = 0;
+	void *m;
+
+	m = bpf_map_lookup_elem(&count_slot, &zero);
+	if (!m)
+		return -1;
+	n = bpf_map_lookup_elem(m, &k);
+	if (n) {
+		__sync_fetch_and_add(n, 1);
+		return 0;
+	}
+	if (!bpf_map_update_elem(m, &k, &one, BPF_NOEXIST))
+		return 0;
+	n = bpf_map_lookup_elem(m, &k);	/* another CPU added it first */
+	if (!n)
+		return -1;
+	__sync_fetch_and_add(n, 1);
 	return 0;
 }
 
@@ -712,6 +769,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	__u32 pid = id >> 32, tid = (__u32)id;
 	struct walk_ctx c = {};
 	struct tb_walk *L;
+	__s32 kstack;
 	int ret;
 
 	L = bpf_map_lookup_elem(&procs, &pid);
@@ -732,8 +790,15 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		count(c.cnt, TB_C_FILTERED);
 		goto out;
 	}
-	ret = push_stack(c.s, c.hash, c.depth);
-	if (ret < 0 || push_sample(pid, tid, c.hash, c.flags, 1, kernel_stack(ctx, c.cnt)) < 0) {
+	ret = push_stack(c.s, pid, c.hash, c.depth);
+	if (ret < 0) {
+		count(c.cnt, TB_C_LOST);
+		goto out;
+	}
+	kstack = kernel_stack(ctx, c.cnt);
+	if (c.s->walk.acked && !count_sample(pid, tid, c.hash, c.flags, kstack)) {
+		count(c.cnt, TB_C_AGGREGATED);
+	} else if (push_sample(pid, tid, c.hash, c.flags, 1, kstack) < 0) {
 		count(c.cnt, TB_C_LOST);
 		goto out;
 	}
@@ -763,7 +828,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u6
 		return;
 	}
 	read_gil_gc(&c);
-	if (push_stack(c.s, c.hash, c.depth) < 0) {
+	if (push_stack(c.s, pid, c.hash, c.depth) < 0) {
 		count(c.cnt, TB_C_OFFCPU_SKIPPED);	/* ring buffer full */
 		return;
 	}
@@ -854,8 +919,12 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	/* The child has the parent's memory image: same layout, same addresses,
 	 * so it is sampled from its first event, before userspace hears of it. */
 	L = bpf_map_lookup_elem(&procs, &ppid);
-	if (L)
-		bpf_map_update_elem(&procs, &pid, L, BPF_ANY);
+	if (L) {
+		struct tb_walk w = *L;
+
+		w.acked = 0;
+		bpf_map_update_elem(&procs, &pid, &w, BPF_ANY);
+	}
 	proc_event(TB_PROC_FORK, pid, ppid, !!L);
 	return 0;
 }

@@ -66,7 +66,12 @@ struct tb_walk {
 	__u8 prev_instr;	/* 3.11/3.12: instruction index -1 = frame not started */
 	__u8 co_fs_add;		/* frame size in words = co_fs_a + co_fs_b + this */
 	__u8 owner_max;		/* highest valid owner: a frame above it is garbage */
-	__u8 pad[2];
+	/* Set by userspace when it adds the process: its samples may be
+	 * counted in the kernel. A fork's copy has it clear, so the child's
+	 * samples come as records, in order with its fork event, until
+	 * userspace knows the child (a recycled pid is never mixed up). */
+	__u8 acked;
+	__u8 pad;
 	__u16 fr_entry;		/* 3.11: bool is_entry, true in a chain's bottom frame */
 	__u16 co_fs_a;		/* PyCodeObject int: co_framesize or co_nlocalsplus */
 	__u16 co_fs_b;		/* PyCodeObject int: co_stacksize (3.11), or TB_NO_OFFSET */
@@ -128,6 +133,20 @@ struct tb_sample {
 	__s32 kstack;		/* kernel stack id in `kstacks`, or < 0 */
 };
 
+/*
+ * On-CPU samples are counted in the kernel, in the hash map `counts`,
+ * while userspace has it plugged into `count_slot`; userspace unplugs it to
+ * read and clear it, and samples taken meanwhile (or when it is full) are
+ * pushed as tb_sample records. Same fields as a record, count as value.
+ */
+struct tb_count_key {
+	__u32 pid;
+	__u32 tid;
+	__u64 stack_id;
+	__u32 flags;
+	__s32 kstack;
+};
+
 enum tb_proc_event {
 	TB_PROC_FORK = 1,	/* pid forked from ppid (already followed if ppid was) */
 	TB_PROC_EXEC = 2,	/* pid ran exec: its old layout is gone */
@@ -154,10 +173,13 @@ struct tb_stack {
 	__u32 kind;		/* TB_REC_STACK */
 	__u32 depth;
 	__u64 stack_id;
+	__u32 pid;		/* the process whose sample sent it: its code objects
+				 * are read now, while they are surely alive */
+	__u32 pad;
 	struct tb_frame frames[TB_MAX_DEPTH]; /* leaf first */
 };
 
-#define TB_STACK_HDR_SIZE	16
+#define TB_STACK_HDR_SIZE	24
 
 /* Per-CPU counters, indexed by this enum. Nothing fails silently. */
 enum tb_counter {
@@ -182,6 +204,7 @@ enum tb_counter {
 	TB_C_KSTACK_ERR,	/* kernel stack not captured */
 	TB_C_PROC_LOST,		/* process events lost: ring buffer full */
 	TB_C_STALE_CFRAME,	/* walks restarted: the newest _PyCFrame was not set up yet */
+	TB_C_AGGREGATED,	/* samples counted in the `counts` map, not pushed */
 	TB_NR_COUNTERS,
 };
 

@@ -15,6 +15,8 @@
 #define RB_MIN		(4u << 20)
 #define RB_MAX		(256u << 20)
 #define SAMPLE_BYTES	(sizeof(struct tb_sample) + 8)	/* + ring buffer header */
+#define COUNTS_MIN	1024u
+#define COUNTS_MAX	65536u
 
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -43,6 +45,19 @@ static size_t ringbuf_size(const struct sampler_opts *o, int ncpus)
 	size_t want = pow2_at_least((size_t)(hz * ncpus * SAMPLE_BYTES * 2));
 
 	return want < RB_MIN ? RB_MIN : want > RB_MAX ? RB_MAX : want;
+}
+
+/*
+ * Keys for about half a second of samples from every CPU, each its own key:
+ * the session reads the counts map every quarter second. A full map costs
+ * nothing but speed (samples travel as records).
+ */
+static uint32_t counts_size(const struct sampler_opts *o, int ncpus)
+{
+	uint64_t hz = o->freq ? o->freq : 1000;
+	size_t want = pow2_at_least((size_t)(hz * ncpus / 2));
+
+	return want < COUNTS_MIN ? COUNTS_MIN : want > COUNTS_MAX ? COUNTS_MAX : (uint32_t)want;
 }
 
 /* Wake the reader after ~20 ms worth of samples, never less than a page. */
@@ -78,6 +93,14 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 	s->rb_bytes = ringbuf_size(o, s->ncpus);
 	bpf_map__set_max_entries(s->skel->maps.scratch, s->ncpus);
 	bpf_map__set_max_entries(s->skel->maps.events, s->rb_bytes);
+	s->counts_max = counts_size(o, s->ncpus);
+	bpf_map__set_max_entries(s->skel->maps.counts, s->counts_max);
+	s->count_keys = calloc(s->counts_max, sizeof(*s->count_keys));
+	s->count_vals = calloc(s->counts_max, sizeof(*s->count_vals));
+	if (!s->count_keys || !s->count_vals) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	if (o->kernel_stacks)
 		bpf_map__set_max_entries(s->skel->maps.kstacks, 16384);
 	s->skel->rodata->wakeup_bytes = wakeup_threshold(o, s->ncpus, s->rb_bytes);
@@ -94,6 +117,7 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 			 strerror(-ret));
 		return -1;
 	}
+	s->counts_plugged = 1;	/* count_slot holds it from the load on */
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), o->on_record, o->ctx, NULL);
 	if (!s->rb) {
 		snprintf(err, errlen, "cannot map the ring buffer: %s (check RLIMIT_MEMLOCK)", strerror(errno));
@@ -202,9 +226,11 @@ int sampler_attach(struct sampler *s, const struct sampler_opts *o, char *err, s
 
 int sampler_add(struct sampler *s, pid_t pid, const struct tb_walk *w)
 {
+	struct tb_walk v = *w;
 	__u32 key = (__u32)pid;
 
-	return bpf_map__update_elem(s->skel->maps.procs, &key, sizeof(key), w, sizeof(*w), BPF_ANY);
+	v.acked = 1;
+	return bpf_map__update_elem(s->skel->maps.procs, &key, sizeof(key), &v, sizeof(v), BPF_ANY);
 }
 
 int sampler_del(struct sampler *s, pid_t pid)
@@ -325,6 +351,59 @@ void sampler_forget_all_stacks(struct sampler *s)
 	__atomic_store_n(&s->skel->bss->sent_floor, e, __ATOMIC_SEQ_CST);
 }
 
+/* Read and clear the counts map; only while no program can reach it. */
+static int drain_counts(struct sampler *s, sampler_count_fn fn, void *ctx)
+{
+	int fd = bpf_map__fd(s->skel->maps.counts), ret, total = 0;
+	__u64 batch = 0;
+	void *in = NULL;
+	__u32 n, i;
+
+	do {
+		n = s->counts_max;
+		ret = bpf_map_lookup_and_delete_batch(fd, in, &batch, s->count_keys, s->count_vals,
+						      &n, NULL);
+		if (ret && errno != ENOENT) {
+			tb_warn("cannot read the in-kernel counts: %s", strerror(errno));
+			return -1;
+		}
+		for (i = 0; i < n; i++)
+			fn(ctx, &s->count_keys[i], s->count_vals[i]);
+		total += n;
+		in = &batch;
+	} while (!ret);
+	return total;
+}
+
+int sampler_unplug_counts(struct sampler *s, sampler_count_fn fn, void *ctx)
+{
+	__u32 zero = 0;
+
+	if (!s->skel)
+		return 0;
+	if (s->counts_plugged) {
+		/* The kernel returns once no running program can hold the map. */
+		if (bpf_map__delete_elem(s->skel->maps.count_slot, &zero, sizeof(zero), 0)) {
+			tb_warn("cannot unplug the in-kernel counts: %s", strerror(errno));
+			return -1;
+		}
+		s->counts_plugged = 0;
+	}
+	return drain_counts(s, fn, ctx);
+}
+
+void sampler_plug_counts(struct sampler *s)
+{
+	int fd = bpf_map__fd(s->skel->maps.counts);
+	__u32 zero = 0;
+
+	if (s->counts_plugged || !s->skel)
+		return;
+	if (!bpf_map__update_elem(s->skel->maps.count_slot, &zero, sizeof(zero), &fd, sizeof(fd),
+				  BPF_ANY))
+		s->counts_plugged = 1;
+}
+
 int sampler_rb_fd(struct sampler *s)
 {
 	return ring_buffer__epoll_fd(s->rb);
@@ -357,6 +436,8 @@ void sampler_close(struct sampler *s)
 	sampler_detach(s);
 	free(s->links);
 	free(s->pfds);
+	free(s->count_keys);
+	free(s->count_vals);
 	ring_buffer__free(s->rb);
 	tachyon_bpf__destroy(s->skel);
 	if (s->stats_fd >= 0)

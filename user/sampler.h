@@ -35,7 +35,13 @@ struct sampler {
 	int ncpus;		/* possible CPUs: per-CPU map slots */
 	int stats_fd;		/* keeps kernel BPF run-time stats on */
 	size_t rb_bytes;
+	uint32_t counts_max;	/* entries of the counts map */
+	int counts_plugged;	/* the BPF side counts into it */
+	struct tb_count_key *count_keys;	/* drain buffers */
+	uint64_t *count_vals;
 };
+
+typedef void (*sampler_count_fn)(void *ctx, const struct tb_count_key *k, uint64_t n);
 
 int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen);
 int sampler_attach(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen);
@@ -63,6 +69,14 @@ struct offcpu_left {
 };
 int sampler_offcpu_left(struct sampler *s, struct offcpu_left **out);
 int sampler_consume(struct sampler *s);
+/*
+ * Take the in-kernel counts out of the BPF side's reach (samples travel as
+ * records meanwhile) and hand each (key, count) to fn, clearing them.
+ * Returns the number of keys read, or -1.
+ */
+int sampler_unplug_counts(struct sampler *s, sampler_count_fn fn, void *ctx);
+/* Let the BPF side count in the kernel again. */
+void sampler_plug_counts(struct sampler *s);
 void sampler_detach(struct sampler *s);
 void sampler_close(struct sampler *s);
 

@@ -29,6 +29,7 @@
 #define DISCOVER_MS	5	/* while a new process is being set up */
 #define RESCAN_S	2.0	/* --all-python: look for interpreters loaded late */
 #define COMPACT_S	10.0	/* fold live profiles this often: memory stays flat */
+#define COUNTS_S	0.25	/* read the in-kernel counts this often */
 #define EV_RING		(1ULL << 62)
 #define EV_SIGNAL	(2ULL << 62)
 #define EV_STDOUT	(3ULL << 62)
@@ -180,6 +181,24 @@ static void freeze_target(struct session *s, struct target *t)
 	free(t);
 }
 
+static void add_sample(struct session *s, uint32_t pid, uint32_t tid, uint64_t stack_id,
+		       uint32_t flags, int32_t kstack, uint64_t weight);
+
+static void on_count(void *ctx, const struct tb_count_key *k, uint64_t n)
+{
+	add_sample(ctx, k->pid, k->tid, k->stack_id, k->flags, k->kstack, n);
+}
+
+/*
+ * Bring the samples counted in the kernel into the profile. Until the loop
+ * plugs the map back in, samples come as records, in order with the
+ * process events: a target can end without a count of its still waiting.
+ */
+static void read_counts(struct session *s)
+{
+	sampler_unplug_counts(&s->sampler, on_count, s);
+}
+
 /*
  * ... and however long a process lives: every COMPACT_S seconds the live
  * processes are folded too, and code objects unused for a whole period
@@ -190,6 +209,7 @@ static void compact(struct session *s)
 {
 	uint32_t i;
 
+	read_counts(s);
 	/* From now on the BPF side sends every stack's frames again, so a
 	 * sample never names a stack we are about to drop... */
 	sampler_forget_all_stacks(&s->sampler);
@@ -520,15 +540,32 @@ static void on_proc(struct session *s, const struct tb_proc *r)
 	case TB_PROC_EXEC:
 		if (s->child == (int32_t)r->pid)
 			s->child_execd = 1;
-		if (t)
+		if (t) {
+			read_counts(s);
 			end_target(s, t);
+		}
 		discover_later(s, (int32_t)r->pid, s->child == (int32_t)r->pid);
 		return;
 	case TB_PROC_EXIT:
-		if (t)
+		if (t) {
+			read_counts(s);
 			end_target(s, t);
+		}
 		return;
 	}
+}
+
+/*
+ * Read a new stack's code objects right away: its samples may be counted
+ * in the kernel for a while, and a short-lived code object can be gone by
+ * the time they are read.
+ */
+static void new_stack(struct session *s, const struct tb_stack *rec)
+{
+	struct target *t = target_of(s, rec->pid);
+
+	if (t)
+		symbols_resolve(&s->sym, t, rec->frames, rec->depth);
 }
 
 static int on_record(void *ctx, void *data, size_t size)
@@ -536,6 +573,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	struct session *s = ctx;
 	const struct tb_sample *smp = data;
 	uint32_t kind;
+	int ret;
 
 	if (size < sizeof(kind)) {
 		s->st.bad_records++;
@@ -548,8 +586,11 @@ static int on_record(void *ctx, void *data, size_t size)
 			   smp->weight);
 	} else if (kind == TB_REC_STACK) {
 		s->st.stacks++;
-		if (profile_add_stack(&s->prof, data, size) < 0)
+		ret = profile_add_stack(&s->prof, data, size);
+		if (ret < 0)
 			s->st.bad_records++;
+		else if (ret > 0)
+			new_stack(s, data);
 	} else if (kind == TB_REC_PROC && size >= sizeof(struct tb_proc)) {
 		on_proc(s, data);
 	} else {
@@ -741,6 +782,7 @@ static void pid_exited(struct session *s, uint32_t idx)
 	if (idx >= s->ntargets || !s->targets[idx] || s->targets[idx]->exited)
 		return;
 	/* Drain first: its last samples must still find it. */
+	read_counts(s);
 	sampler_consume(&s->sampler);
 	flush_pending(s, 0);
 	/* The drain may have carried its exit record, which ended it already. */
@@ -864,6 +906,7 @@ void session_run(struct session *s)
 {
 	struct epoll_event ev[16];
 	double start = mono_now(), last_refresh = start, last_tick = start, last_compact = start;
+	double last_counts = start;
 	int n, i;
 
 	s->st.start_unix = wall_now();
@@ -887,19 +930,27 @@ void session_run(struct session *s)
 			refresh_targets(s);
 			last_refresh = mono_now();
 		}
+		if (mono_now() - last_counts >= COUNTS_S) {
+			read_counts(s);
+			last_counts = mono_now();
+		}
 		if (mono_now() - last_compact >= COMPACT_S) {
 			compact(s);
 			last_compact = mono_now();
 		}
 		if (s->tick && mono_now() - last_tick >= s->tick_interval) {
+			read_counts(s);
 			s->tick(s, s->tick_ctx);
 			last_tick = mono_now();
 		}
 		check_stop(s, start);
+		if (!s->stop)
+			sampler_plug_counts(&s->sampler);
 	}
-	/* Stop the events, then read what they left in the ring buffer. */
+	/* Stop the events, then read what they left in the kernel. */
 	sampler_detach(&s->sampler);
 	s->st.seconds = mono_now() - start;
+	read_counts(s);
 	sampler_consume(&s->sampler);
 	credit_offcpu(s);
 	flush_pending(s, 1);

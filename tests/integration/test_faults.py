@@ -367,13 +367,14 @@ SAFE_MAX_RATE = 20000
 @timeout(120)
 def test_ring_buffer_overflow():
     """The highest rate (kernel.perf_event_max_sample_rate, at most
-    SAFE_MAX_RATE) with 8 busy threads, and the consumer stopped (SIGSTOP)
+    SAFE_MAX_RATE) with 4 threads whose stacks keep changing (new stacks
+    travel through the ring buffer), and the consumer stopped (SIGSTOP)
     until the ring buffer has overflowed (the BPF side's lost counter, read
     with bpftool, moves): lost samples are counted, reported on stderr, and
     the invariant holds."""
     python = primary_python()
     rate = min(max_sample_rate(), SAFE_MAX_RATE)
-    w = start_workload(python, "threads8.py", 90)
+    w = start_workload(python, "depths.py", 90)
     prof = start_profiler(w.pid, ["-F", rate, "-d", 60, "-v"], stats=True)
     _wait_sampling(prof)
     time.sleep(0.5)
@@ -396,6 +397,37 @@ def test_ring_buffer_overflow():
     check(re.search(r"lost [1-9]\d*", res.err_text),
           "stderr does not report the lost samples: %s" % res.err_text[-400:])
     check(st["written"] >= 1000, "only %d samples written" % st["written"])
+
+
+@timeout(90)
+def test_consumer_stopped_counts_in_kernel():
+    """8 busy threads at 4999 Hz and the consumer stopped (SIGSTOP) for 5 s:
+    the samples are counted in the kernel meanwhile, so none is lost, every
+    one is written, and the threads' functions get their share."""
+    python = primary_python()
+    w = start_workload(python, "threads8.py", 60)
+    prof = start_profiler(w.pid, ["-F", 4999, "-d", 60, "-v"], stats=True)
+    _wait_sampling(prof)
+    prof.signal(signal.SIGSTOP)
+    time.sleep(5.0)
+    prof.signal(signal.SIGCONT)
+    time.sleep(1.0)
+    prof.signal(signal.SIGINT)
+    res = prof.finish(30)
+    st = _sound(res, "-F 4999, consumer stopped 5 s")
+    check(st["lost"] == 0, "%d samples lost although the kernel could count them %s"
+          % (st["lost"], res.where()))
+    check(st["aggregated"] >= 0.9 * st["collected"],
+          "only %d of %d samples counted in the kernel %s"
+          % (st["aggregated"], st["collected"], res.where()))
+    check(st["collected"] >= 2 * 4999 * 3, "only %d samples in a 6 s run on 2 CPUs %s"
+          % (st["collected"], res.where()))
+    stacks = res.stacks()
+    for i in range(8):
+        n = sum(s.count for s in stacks if any(f.name == "worker_%d" % i for f in s.frames))
+        check(n >= total(stacks) / 8 / 3, "worker_%d has %d of %d samples %s"
+              % (i, n, total(stacks), res.where()))
+    w.stop()
 
 
 def _signal_under_load(python, sig):
