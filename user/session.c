@@ -939,7 +939,6 @@ void session_run(struct session *s)
 			last_compact = mono_now();
 		}
 		if (s->tick && mono_now() - last_tick >= s->tick_interval) {
-			read_counts(s);
 			s->tick(s, s->tick_ctx);
 			last_tick = mono_now();
 		}
