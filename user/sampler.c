@@ -48,14 +48,14 @@ static size_t ringbuf_size(const struct sampler_opts *o, int ncpus)
 }
 
 /*
- * Keys for about half a second of samples from every CPU, each its own key:
- * the session reads the counts map every quarter second. A full map costs
- * nothing but speed (samples travel as records).
+ * Keys for about a second of samples from every CPU, each its own key: the
+ * session reads the counts map twice a second. A full map costs nothing
+ * but speed (samples travel as records).
  */
 static uint32_t counts_size(const struct sampler_opts *o, int ncpus)
 {
 	uint64_t hz = o->freq ? o->freq : 1000;
-	size_t want = pow2_at_least((size_t)(hz * ncpus / 2));
+	size_t want = pow2_at_least((size_t)(hz * ncpus));
 
 	return want < COUNTS_MIN ? COUNTS_MIN : want > COUNTS_MAX ? COUNTS_MAX : (uint32_t)want;
 }

@@ -29,7 +29,7 @@
 #define DISCOVER_MS	5	/* while a new process is being set up */
 #define RESCAN_S	2.0	/* --all-python: look for interpreters loaded late */
 #define COMPACT_S	10.0	/* fold live profiles this often: memory stays flat */
-#define COUNTS_S	0.25	/* read the in-kernel counts this often */
+#define COUNTS_S	0.5	/* read the in-kernel counts this often */
 #define EV_RING		(1ULL << 62)
 #define EV_SIGNAL	(2ULL << 62)
 #define EV_STDOUT	(3ULL << 62)
