@@ -142,6 +142,7 @@ def main():
     out = {"duration_s": args.duration, "freq": args.freq, "processes_started": started,
            "processes_profiled": st["processes"], "samples": st["collected"],
            "lost": st["lost"], "dropped": sum(st["dropped"].values()),
+           "dropped_by_reason": st["dropped"], "aggregated": st.get("aggregated", 0),
            "rss_kb_at_60s": first, "rss_kb_end": points[-1][1],
            "rss_kb_max": max(r for _, r in points), "rss_peak_kb": st["rss_peak_kb"],
            "growth_kb_per_min_second_half": slope_kb_per_min(points),
@@ -155,6 +156,9 @@ def main():
     print("%-34s %+.1f KiB/min" % ("RSS growth, second half", out["growth_kb_per_min_second_half"]))
     print("%-34s %d samples, %d lost, %d dropped; %d compactions"
           % ("samples", st["collected"], st["lost"], out["dropped"], st["compactions"]))
+    print("%-34s %s; %d counted in the kernel"
+          % ("dropped, by reason", ", ".join("%s %d" % kv for kv in sorted(st["dropped"].items())),
+             out["aggregated"]))
     print("%-34s %d read, %d evicted unused, %d cached at the end (hit rate %.1f%%)"
           % ("code objects", st["code_reads"], st["code_evicted"], st["code_cached"],
              100 * st["code_hit_rate"]))
