@@ -5,10 +5,11 @@
  * on_sample (perf_event): on every sample that lands in a profiled process,
  * find the interrupted thread's PyThreadState, walk the Python frame chain
  * with the offsets userspace put in `procs`, hash the frames into a stack
- * id and push a small sample record. The frames themselves travel once per
- * stack id (see `sent`), so the steady state costs one tstate read, one
- * read per page of frame stack, one read per distinct code object and a
- * 32-byte ring buffer record.
+ * id and count the sample under it in `counts` (or, while userspace reads
+ * that map, push a small sample record). The frames themselves travel once
+ * per stack id (see `sent`), so the steady state costs one tstate read, one
+ * read per page of frame stack, one read per distinct code object in a row
+ * and one hash map increment.
  *
  * on_switch (tp_btf/sched_switch, wall mode): capture a profiled thread's
  * stack when it leaves the CPU and credit the time it was away, in sample
@@ -522,6 +523,7 @@ static __always_inline int record_frame(struct walk_ctx *c, __u64 frame, __u64 c
 	return 0;
 }
 
+/* May this frame be the last of a complete chain? */
 static __always_inline __u32 can_end(struct walk_ctx *c, __u8 owner)
 {
 	struct tb_walk *L = &c->s->walk;

@@ -244,6 +244,8 @@ static void end_target(struct session *s, struct target *t)
 
 	if (t->exited)
 		return;
+	/* Its last samples may still be counted in the kernel. */
+	read_counts(s);
 	t->exited = 1;
 	if (t->pidfd >= 0)
 		epoll_ctl(s->epfd, EPOLL_CTL_DEL, t->pidfd, NULL);
@@ -540,17 +542,13 @@ static void on_proc(struct session *s, const struct tb_proc *r)
 	case TB_PROC_EXEC:
 		if (s->child == (int32_t)r->pid)
 			s->child_execd = 1;
-		if (t) {
-			read_counts(s);
+		if (t)
 			end_target(s, t);
-		}
 		discover_later(s, (int32_t)r->pid, s->child == (int32_t)r->pid);
 		return;
 	case TB_PROC_EXIT:
-		if (t) {
-			read_counts(s);
+		if (t)
 			end_target(s, t);
-		}
 		return;
 	}
 }
@@ -782,7 +780,6 @@ static void pid_exited(struct session *s, uint32_t idx)
 	if (idx >= s->ntargets || !s->targets[idx] || s->targets[idx]->exited)
 		return;
 	/* Drain first: its last samples must still find it. */
-	read_counts(s);
 	sampler_consume(&s->sampler);
 	flush_pending(s, 0);
 	/* The drain may have carried its exit record, which ended it already. */
