@@ -76,6 +76,11 @@ struct tb_walk {
 	__u16 co_fs_a;		/* PyCodeObject int: co_framesize or co_nlocalsplus */
 	__u16 co_fs_b;		/* PyCodeObject int: co_stacksize (3.11), or TB_NO_OFFSET */
 	__u16 cframe_prev;	/* _PyCFrame -> previous (3.11/3.12); TB_NO_OFFSET if none */
+	/* The fingerprint alone, [co_fp_lo, co_fp_lo + co_fp_read): one cache
+	 * line, all a frame whose instruction pointer lies in its code needs. */
+	__u16 co_fp_lo;
+	__u16 co_fp_read;
+	__u32 pad2;
 	__u64 gil_addr;		/* the GIL struct in use; 0 = unknown */
 	__u64 gc_addr;		/* the GC's "collecting" int; 0 = unknown */
 	/* The process's pid namespace when it is not ours (containers): its

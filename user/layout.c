@@ -172,6 +172,11 @@ static uint16_t max16(uint16_t a, uint16_t b)
 	return a > b ? a : b;
 }
 
+static uint16_t min16(uint16_t a, uint16_t b)
+{
+	return a < b ? a : b;
+}
+
 /* Read sizes that cover every field the walker takes from one read. */
 static int finish(struct py_layout *l)
 {
@@ -197,6 +202,8 @@ static int finish(struct py_layout *l)
 		w->co_read = max16(w->co_read, w->co_fs_a + 4);
 	if (w->co_fs_b != NO)
 		w->co_read = max16(w->co_read, w->co_fs_b + 4);
+	w->co_fp_lo = w->co_fp2 == NO ? w->co_fp : min16(w->co_fp, w->co_fp2);
+	w->co_fp_read = max16(w->co_fp + 4, fp2) - w->co_fp_lo;
 	if (w->ts_read > TB_READ_MAX || w->fr_read > TB_READ_MAX ||
 	    w->co_read > TB_READ_MAX)
 		return LAYOUT_INCONSISTENT;

@@ -47,6 +47,13 @@ static void check_walk(const struct tb_walk *w)
 		   (w->co_fs_a == TB_NO_OFFSET || inside(w->co_fs_a, 4, w->co_read)) &&
 		   (w->co_fs_b == TB_NO_OFFSET || inside(w->co_fs_b, 4, w->co_read)),
 		   "code fields outside co_read %u", w->co_read);
+	/* The fingerprint-only read covers the fingerprint and stays small. */
+	FUZZ_CHECK(w->co_fp_lo <= w->co_fp && w->co_fp + 4 <= w->co_fp_lo + w->co_fp_read &&
+		   (w->co_fp2 == TB_NO_OFFSET ||
+		    (w->co_fp_lo <= w->co_fp2 && w->co_fp2 + 4 <= w->co_fp_lo + w->co_fp_read)) &&
+		   w->co_fp_read <= TB_READ_MAX,
+		   "fingerprint read [%u, +%u) misses co_fp %u / co_fp2 %u",
+		   w->co_fp_lo, w->co_fp_read, w->co_fp, w->co_fp2);
 }
 
 static void check_layout(const struct py_layout *l)

@@ -59,6 +59,9 @@ static void test_real_313(void **state)
 	assert_int_equal(l.walk.ts_read, 168);
 	assert_int_equal(l.walk.fr_read, 71);
 	assert_int_equal(l.walk.co_read, 96);
+	/* A caller's code object: co_version alone, one cache line. */
+	assert_int_equal(l.walk.co_fp_lo, 92);
+	assert_int_equal(l.walk.co_fp_read, 4);
 }
 
 static void test_bad_cookie(void **state)
