@@ -164,6 +164,24 @@ struct recent {
 	__u64 epoch;
 };
 
+/*
+ * The code objects of the last walk on this CPU and their fingerprints, in
+ * walk order, two buffers used in turn (one is read while the other is
+ * written). Valid for the next walk only in the same process image and
+ * while the interpreter's code generation counter has not moved: then no
+ * code object has been born (or died) since, so an address names the same
+ * object, and the fingerprint read then still holds. Measured side by
+ * side (ns per sample, depth 30 / 100): 3.12 2087 -> 1774 / 4158 -> 3084,
+ * 3.13 1876 -> 1649 / 3249 -> 2794.
+ */
+#define MEMO 128
+
+struct memo {
+	__u64 code;
+	__u32 fp;
+	__u32 pad;
+};
+
 struct scratch {
 	struct tb_stack stack;
 	struct tb_walk walk;
@@ -172,6 +190,13 @@ struct scratch {
 	struct recent recent[RECENT];
 	__u64 last_tstate;	/* of last_id: skips a hash lookup while a thread runs */
 	__u64 last_id;		/* pid << 32 | tid it belongs to */
+	struct memo memo[2][MEMO];
+	__u32 memo_n[2];	/* entries of each buffer */
+	__u32 memo_cur;		/* the buffer the last walk wrote */
+	__u32 memo_pid;		/* ... in this process */
+	__u32 memo_inc;		/* ... image (tb_walk.incarnation) */
+	__u32 pad;
+	__u64 memo_gen;		/* ... at this code generation; 0 = none */
 };
 
 struct {
@@ -197,6 +222,14 @@ struct window {
 	__u64 fo;		/* the current frame's offset in it */
 };
 
+/* Where a walk stands with the memo (scalars only: global functions get it). */
+struct memo_cursor {
+	__u32 cur;		/* the buffer this walk writes */
+	__u32 ok;		/* the other one may be used */
+	__u32 j;		/* where in it the next frame is looked for */
+	__u32 hits;		/* fingerprints taken from it (counted once per walk) */
+};
+
 struct walk_ctx {
 	struct scratch *s;
 	__u64 *cnt;
@@ -213,6 +246,9 @@ struct walk_ctx {
 	__u32 pad;
 	struct code_seen code;	/* the code object of the last frame recorded */
 	struct window w;	/* the frame stack bytes in s->win */
+	__u64 interp;		/* the thread's PyInterpreterState */
+	__u64 gen;		/* the code generation now; 0 = unknown */
+	struct memo_cursor m;
 };
 
 struct find_ctx {
@@ -434,6 +470,7 @@ static __always_inline void restart_walk(struct walk_ctx *c, __u64 frame)
 	c->check_next = 0;
 	c->bottom_ok = 1;
 	c->code.addr = 0;	/* it came from the dead chain */
+	c->m.j = 0;
 }
 
 /*
@@ -517,6 +554,52 @@ __noinline int code_info(struct scratch *s, struct code_seen *seen, __u64 code, 
 	return 0;
 }
 
+/*
+ * The fingerprint of `code` from the last walk, if the generation allows.
+ * Callers keep their order from walk to walk, so the search starts where
+ * the last hit ended and looks a few entries ahead (frames returned from
+ * since). Returns 1 with *fp set on a hit. Global, checked once.
+ */
+#define MEMO_AHEAD 4
+
+__noinline int memo_find(struct scratch *s, struct memo_cursor *mc, struct code_seen *seen,
+			 __u64 code)
+{
+	__u32 prev, n, j, t;
+	struct memo *m;
+
+	if (!s || !mc || !seen || !mc->ok)
+		return 0;
+	prev = (mc->cur ^ 1) & 1;
+	n = s->memo_n[prev];
+	j = mc->j;
+	for (t = 0; t < MEMO_AHEAD; t++, j++) {
+		if (j >= n)
+			return 0;
+		m = &s->memo[prev][j & (MEMO - 1)];
+		if (m->code == code) {
+			seen->addr = code;
+			seen->fp = m->fp;
+			seen->words = 0;
+			mc->j = j + 1;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static __always_inline void memo_put(struct scratch *s, struct walk_ctx *c, __u64 code,
+				     __u32 fp)
+{
+	struct memo *m;
+
+	if (c->depth >= MEMO)
+		return;
+	m = &s->memo[c->m.cur & 1][c->depth & (MEMO - 1)];
+	m->code = code;
+	m->fp = fp;
+}
+
 static __always_inline int record_frame(struct walk_ctx *c, __u64 frame, __u64 code,
 					__u64 instr)
 {
@@ -525,10 +608,15 @@ static __always_inline int record_frame(struct walk_ctx *c, __u64 frame, __u64 c
 	struct tb_frame *out;
 	__u32 fp;
 	__s64 idx;
-	int err;
+	int err, check;
 
 	idx = (__s64)(instr - (code + L->co_adaptive)) >> 1;
-	err = code_info(s, &c->code, code, code_checked(c, idx));
+	check = code_checked(c, idx);
+	err = 0;
+	if (!check && c->m.ok && code != c->code.addr && memo_find(s, &c->m, &c->code, code))
+		c->m.hits++;
+	else
+		err = code_info(s, &c->code, code, check);
 	if (idx < -1 || idx >= CODE_UNITS_MAX)
 		idx = -1;
 
@@ -541,6 +629,8 @@ static __always_inline int record_frame(struct walk_ctx *c, __u64 frame, __u64 c
 	c->check_next = 0;
 	fp = c->code.fp;
 
+	if (c->gen)
+		memo_put(s, c, code, fp);
 	out = &s->stack.frames[c->depth & (TB_MAX_DEPTH - 1)];
 	out->code = code;
 	out->instr = (__s32)idx;
@@ -623,6 +713,44 @@ static long walk_step(__u32 i, void *arg)
 	return 1;
 }
 
+/* The code generation now, and whether the last walk's memo still holds. */
+static __always_inline void memo_begin(struct walk_ctx *c, __u32 pid)
+{
+	struct scratch *s = c->s;
+	struct tb_walk *L = &s->walk;
+	__u64 gen = 0;
+
+	c->m.cur = (s->memo_cur ^ 1) & 1;
+	c->m.j = 0;
+	c->m.hits = 0;
+	if (L->code_gen_addr &&
+	    bpf_probe_read_user(&gen, L->code_gen_size == 4 ? 4 : 8, (void *)L->code_gen_addr))
+		gen = 0;
+	/* A 3.14+ count of deaths starts at 0; a 3.12/3.13 count of births
+	 * that reached 0 ran out and stands still for good. */
+	if (L->code_gen_size == 8)
+		gen++;
+	/* Per-interpreter counters (3.13+) say nothing of a subinterpreter. */
+	if (L->main_interp && c->interp != L->main_interp)
+		gen = 0;
+	c->gen = gen;
+	c->m.ok = gen && gen == s->memo_gen && pid == s->memo_pid &&
+		  L->incarnation == s->memo_inc;
+}
+
+static __always_inline void memo_end(struct walk_ctx *c, __u32 pid)
+{
+	struct scratch *s = c->s;
+
+	c->cnt[TB_C_CODE_MEMO] += c->m.hits;
+	c->cnt[TB_C_FRAMES] += c->depth;
+	s->memo_cur = c->m.cur;
+	s->memo_n[c->m.cur & 1] = !c->gen ? 0 : c->depth < MEMO ? c->depth : MEMO;
+	s->memo_gen = c->gen;
+	s->memo_pid = pid;
+	s->memo_inc = s->walk.incarnation;
+}
+
 /*
  * Walk the current thread's Python stack into s->stack and c. Returns 0, or
  * the counter that says why there is nothing to report.
@@ -635,13 +763,16 @@ static __always_inline int walk_current(struct walk_ctx *c, __u32 pid, __u32 tid
 	c->tstate = find_tstate(s, c->cnt, (__u64)pid << 32 | tid);
 	if (!c->tstate)
 		return TB_C_NO_TSTATE;
+	c->interp = get_u64(s, L->ts_interp);
 	if (L->ts_exc != TB_NO_OFFSET && get_u64(s, L->ts_exc))
 		c->flags |= TB_SF_EXC;
 	c->frame = current_frame(c);
 	if (!c->frame)
 		return TB_C_NO_FRAMES;
 	c->hash = FNV_OFFSET;
+	memo_begin(c, pid);
 	bpf_loop(2 * TB_MAX_DEPTH, walk_step, c, 0);
+	memo_end(c, pid);
 	if (c->flags & TB_SF_PARTIAL)
 		count(c->cnt, TB_C_READ_FRAME);
 	if (c->flags & TB_SF_TRUNCATED)

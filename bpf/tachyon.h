@@ -44,6 +44,7 @@ struct tb_walk {
 	__u16 interp_threads_head; /* PyInterpreterState -> threads.head */
 	__u16 ts_next;		/* PyThreadState -> next */
 	__u16 ts_native_tid;	/* PyThreadState -> native_thread_id */
+	__u16 ts_interp;	/* PyThreadState -> interp */
 	__u16 ts_frame;		/* PyThreadState -> current frame, or -> cframe */
 	__u16 cframe_frame;	/* _PyCFrame -> current_frame; TB_NO_OFFSET if none */
 	__u16 ts_read;		/* bytes of PyThreadState covering the fields above */
@@ -71,7 +72,7 @@ struct tb_walk {
 	 * samples come as records, in order with its fork event, until
 	 * userspace knows the child (a recycled pid is never mixed up). */
 	__u8 acked;
-	__u8 pad;
+	__u8 code_gen_size;	/* bytes of the counter at code_gen_addr: 4, 8; 0 = none */
 	__u16 fr_entry;		/* 3.11: bool is_entry, true in a chain's bottom frame */
 	__u16 co_fs_a;		/* PyCodeObject int: co_framesize or co_nlocalsplus */
 	__u16 co_fs_b;		/* PyCodeObject int: co_stacksize (3.11), or TB_NO_OFFSET */
@@ -80,13 +81,26 @@ struct tb_walk {
 	 * line, all a frame whose instruction pointer lies in its code needs. */
 	__u16 co_fp_lo;
 	__u16 co_fp_read;
-	__u32 pad2;
+	/* Set by userspace, new for every process image it adds (a fork's
+	 * copy keeps it, with its own pid): what the walk remembers of one
+	 * image is never used in another. */
+	__u32 incarnation;
 	__u64 gil_addr;		/* the GIL struct in use; 0 = unknown */
 	__u64 gc_addr;		/* the GC's "collecting" int; 0 = unknown */
 	/* The process's pid namespace when it is not ours (containers): its
 	 * native_thread_id values are tids as seen in there. 0 = same as ours. */
 	__u64 pidns_dev;
 	__u64 pidns_ino;
+	/*
+	 * A counter the interpreter moves whenever a code object is created
+	 * (3.12, 3.13) or freed (3.14+); 0 = none. While it stands still, a
+	 * code object address names the object it named in the last sample,
+	 * so the walk takes the fingerprint from there instead of reading it.
+	 */
+	__u64 code_gen_addr;
+	/* The interpreter that counter belongs to (3.13+ count per
+	 * interpreter), or 0 if it counts for all (3.12). */
+	__u64 main_interp;
 };
 
 /* One Python frame as sampled. */
@@ -210,6 +224,8 @@ enum tb_counter {
 	TB_C_PROC_LOST,		/* process events lost: ring buffer full */
 	TB_C_STALE_CFRAME,	/* walks restarted: the newest _PyCFrame was not set up yet */
 	TB_C_AGGREGATED,	/* samples counted in the `counts` map, not pushed */
+	TB_C_FRAMES,		/* Python frames walked (recorded) */
+	TB_C_CODE_MEMO,		/* ... whose code object was not read: fingerprint from the last walk */
 	TB_NR_COUNTERS,
 };
 

@@ -31,7 +31,7 @@ struct dbg_pos {
 	uint16_t is_size, is_next, is_threads_head, is_code_gen;
 	uint16_t is_gc, is_ceval_gil, is_gil_state, is_gil_locked, is_gil_holder;
 	uint16_t gc_collecting, ts_exc;
-	uint16_t ts_size, ts_next, ts_frame, ts_native_tid;
+	uint16_t ts_size, ts_next, ts_interp, ts_frame, ts_native_tid;
 	uint16_t fr_size, fr_previous, fr_code, fr_instr, fr_owner;
 	uint16_t co_size, co_filename, co_name, co_qualname, co_linetable,
 		 co_firstlineno, co_adaptive;
@@ -47,7 +47,7 @@ static const struct dbg_pos dbg_positions[] = {
 		.is_size = 48, .is_next = 64, .is_threads_head = 72, .is_code_gen = NO,
 		.is_gc = 80, .is_ceval_gil = 112, .is_gil_state = 120, .is_gil_locked = 136,
 		.is_gil_holder = 144, .gc_collecting = 576, .ts_exc = NO,
-		.ts_size = 152, .ts_next = 168, .ts_frame = 184, .ts_native_tid = 200,
+		.ts_size = 152, .ts_next = 168, .ts_interp = 176, .ts_frame = 184, .ts_native_tid = 200,
 		.fr_size = 224, .fr_previous = 232, .fr_code = 240, .fr_instr = 248,
 		.fr_owner = 264,
 		.co_size = 272, .co_filename = 280, .co_name = 288, .co_qualname = 296,
@@ -62,7 +62,7 @@ static const struct dbg_pos dbg_positions[] = {
 		.is_size = 48, .is_next = 64, .is_threads_head = 72, .is_code_gen = 160,
 		.is_gc = 88, .is_ceval_gil = 120, .is_gil_state = 128, .is_gil_locked = 144,
 		.is_gil_holder = 152, .gc_collecting = 656, .ts_exc = NO,
-		.ts_size = 176, .ts_next = 192, .ts_frame = 208, .ts_native_tid = 224,
+		.ts_size = 176, .ts_next = 192, .ts_interp = 200, .ts_frame = 208, .ts_native_tid = 224,
 		.fr_size = 248, .fr_previous = 256, .fr_code = 264, .fr_instr = 272,
 		.fr_owner = 288,
 		.co_size = 312, .co_filename = 320, .co_name = 328, .co_qualname = 336,
@@ -77,7 +77,7 @@ static const struct dbg_pos dbg_positions[] = {
 		.is_size = 48, .is_next = 64, .is_threads_head = 72, .is_code_gen = 160,
 		.is_gc = 88, .is_ceval_gil = 120, .is_gil_state = 128, .is_gil_locked = 144,
 		.is_gil_holder = 152, .gc_collecting = 760, .ts_exc = 288,
-		.ts_size = 176, .ts_next = 192, .ts_frame = 208, .ts_native_tid = 248,
+		.ts_size = 176, .ts_next = 192, .ts_interp = 200, .ts_frame = 208, .ts_native_tid = 248,
 		.fr_size = 312, .fr_previous = 320, .fr_code = 328, .fr_instr = 336,
 		.fr_owner = 352,
 		.co_size = 376, .co_filename = 384, .co_name = 392, .co_qualname = 400,
@@ -99,15 +99,19 @@ struct ver_extra {
 	uint8_t owner_max;	/* highest owner value the version defines */
 	uint16_t compact_extra;	/* sizeof(PyCompactUnicodeObject) - sizeof(PyASCIIObject) */
 	uint16_t ts_exc;	/* PyThreadState -> current_exception, if not exported */
+	/* PyInterpreterState -> func_state.next_version, trusted only in an
+	 * interpreter state of interp_size bytes (3.13 does not export it) */
+	uint16_t func_version;
+	uint32_t interp_size;
 };
 
 static const struct ver_extra extras[] = {
 	/* owner 3 = FRAME_OWNED_BY_CSTACK (entry shim) */
-	{ 13, 92, ~0ULL, 3, TB_NO_OWNER, 3, 16, 112 },
+	{ 13, 92, ~0ULL, 3, TB_NO_OWNER, 3, 16, 112, 17000, 194968 },
 	/* owner 3 = INTERPRETER, 4 = CSTACK; f_executable is a tagged _PyStackRef */
-	{ 14, 92, ~3ULL, 3, TB_NO_OWNER, 4, 16, NO },
+	{ 14, 92, ~3ULL, 3, TB_NO_OWNER, 4, 16, NO, NO, 0 },
 	/* owner 3 = INTERPRETER, 4 = THREAD_STATE: the sentinel at the bottom */
-	{ 15, 92, ~3ULL, 3, 4, 4, 16, NO },
+	{ 15, 92, ~3ULL, 3, 4, 4, 16, NO, NO, 0 },
 };
 
 /* 3.11 and 3.12: no debug offsets; verified with DWARF and live walks. */
@@ -117,7 +121,7 @@ static const struct py_layout builtin[] = {
 		.walk = {
 			.exec_mask = ~0ULL,
 			.rt_interp_head = 40, .interp_next = 0, .interp_threads_head = 16,
-			.ts_next = 8, .ts_native_tid = 160,
+			.ts_next = 8, .ts_interp = 16, .ts_native_tid = 160,
 			.ts_frame = 56, .cframe_frame = 8,	/* tstate->cframe->current_frame */
 			.cframe_prev = 16,
 			.fr_previous = 48, .fr_code = 32, .fr_instr = 56, .fr_owner = 69,
@@ -145,7 +149,7 @@ static const struct py_layout builtin[] = {
 		.walk = {
 			.exec_mask = ~0ULL,
 			.rt_interp_head = 40, .interp_next = 0, .interp_threads_head = 72,
-			.ts_next = 8, .ts_native_tid = 144,
+			.ts_next = 8, .ts_interp = 16, .ts_native_tid = 144,
 			.ts_frame = 56, .cframe_frame = 0, .cframe_prev = 8,
 			.fr_previous = 8, .fr_code = 0, .fr_instr = 56, .fr_owner = 70,
 			.co_type = 8, .co_adaptive = 192,
@@ -161,7 +165,7 @@ static const struct py_layout builtin[] = {
 		.gc_collecting = 112 + 200,
 		.co_size = 200, .co_filename = 112, .co_name = 120, .co_qualname = 128,
 		.co_linetable = 136, .co_firstlineno = 68, .co_version = 92,
-		.interp_code_gen = NO,
+		.interp_code_gen = NO, .code_gen_size = 4, .code_gen_symbol = 1,
 		.str = { .length = 16, .state = 32, .ascii_size = 40, .compact_size = 56,
 			 .bytes_size = 16, .bytes_data = 32 },
 	},
@@ -184,13 +188,14 @@ static int finish(struct py_layout *l)
 	uint16_t fp2 = w->co_fp2 == NO ? 0 : w->co_fp2 + 4;
 
 	/* Offsets near 0xffff would wrap the u16 sums below. */
-	if (max16(max16(w->ts_native_tid, max16(w->ts_next, w->ts_frame)),
+	if (max16(max16(max16(w->ts_native_tid, w->ts_interp), max16(w->ts_next, w->ts_frame)),
 		  max16(max16(w->fr_previous, w->fr_code), max16(w->fr_instr, w->fr_owner))) >
 	    TB_READ_MAX ||
 	    max16(max16(w->co_type, w->co_fp), w->co_fp2 == NO ? 0 : w->co_fp2) > TB_READ_MAX ||
 	    (w->ts_exc != NO && w->ts_exc > TB_READ_MAX))
 		return LAYOUT_INCONSISTENT;
-	w->ts_read = max16(w->ts_native_tid, max16(w->ts_next, w->ts_frame)) + 8;
+	w->ts_read = max16(max16(w->ts_native_tid, w->ts_interp),
+			   max16(w->ts_next, w->ts_frame)) + 8;
 	if (w->ts_exc != NO)
 		w->ts_read = max16(w->ts_read, w->ts_exc + 8);
 	w->fr_read = max16(max16(w->fr_previous, w->fr_code), w->fr_instr) + 8;
@@ -316,6 +321,7 @@ static int parse_debug(const uint8_t *b, const struct dbg_pos *p,
 	bad |= field(b, p->ts_next, ts, 8, &w->ts_next);
 	bad |= field(b, p->ts_frame, ts, 8, &w->ts_frame);
 	bad |= field(b, p->ts_native_tid, ts, 8, &w->ts_native_tid);
+	bad |= field(b, p->ts_interp, ts, 8, &w->ts_interp);
 	bad |= field(b, p->fr_previous, fr, 8, &w->fr_previous);
 	bad |= field(b, p->fr_code, fr, 8, &w->fr_code);
 	bad |= field(b, p->fr_instr, fr, 8, &w->fr_instr);
@@ -332,10 +338,15 @@ static int parse_debug(const uint8_t *b, const struct dbg_pos *p,
 	bad |= field(b, p->st_state, st, 4, &l->str.state);
 	bad |= field(b, p->st_length, st, 8, &l->str.length);
 	bad |= field(b, p->st_ascii_size, st, 0, &ascii);
-	if (p->is_code_gen != NO)
+	l->interp_code_gen = NO;
+	l->code_gen_size = 0;
+	if (p->is_code_gen != NO) {
 		bad |= field(b, p->is_code_gen, is, 8, &l->interp_code_gen);
-	else
-		l->interp_code_gen = NO;
+		l->code_gen_size = 8;
+	} else if (x->func_version != NO && is == x->interp_size) {
+		l->interp_code_gen = x->func_version;
+		l->code_gen_size = 4;
+	}
 	bad |= gil_gc(b, p, is, x, l);
 	if (bad || co > LAYOUT_CODE_MAX || (uint64_t)x->co_version + 4 > co)
 		return LAYOUT_INCONSISTENT;

@@ -24,7 +24,16 @@ struct py_layout {
 	uint16_t co_linetable;
 	uint16_t co_firstlineno; /* int */
 	uint16_t co_version;	/* u32, TB_NO_OFFSET if the version has none */
-	uint16_t interp_code_gen; /* u64 in PyInterpreterState, or TB_NO_OFFSET */
+	/*
+	 * A counter that moves whenever a code object address may name a new
+	 * object: PyInterpreterState's code_object_generation (3.14+, u64,
+	 * bumped when a code object dies) or func_state.next_version (3.13,
+	 * u32, bumped when one is born), or TB_NO_OFFSET. 3.12 keeps the
+	 * latter in the _Py_next_func_version global (code_gen_symbol).
+	 */
+	uint16_t interp_code_gen;
+	uint8_t code_gen_size;	/* 4 or 8 */
+	uint8_t code_gen_symbol; /* the counter is _Py_next_func_version (u32) */
 	/* Where the GIL and the GC state are; target.c makes them addresses. */
 	uint16_t gil_in_runtime;  /* GIL struct inside _PyRuntime (3.11), or TB_NO_OFFSET */
 	uint16_t gil_ptr_in_interp; /* PyInterpreterState -> ceval.gil pointer (3.12+) */

@@ -617,6 +617,7 @@ static int try_object(struct locate *lc, const struct object *o,
 	loc->runtime_size = info.runtime_size;
 	loc->code_type_addr = rebase(info.code_type_vaddr, bias);
 	loc->py_version_addr = rebase(info.py_version_vaddr, bias);
+	loc->func_version_addr = rebase(info.func_version_vaddr, bias);
 	snprintf(loc->path, sizeof(loc->path), "%s", o->path);
 	snprintf(loc->version_hint, sizeof(loc->version_hint), "%s", info.soname_version);
 	return PROC_OK;

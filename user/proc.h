@@ -32,6 +32,7 @@ struct py_location {
 	uint64_t runtime_size;
 	uint64_t code_type_addr;	/* absolute &PyCode_Type, 0 if unknown */
 	uint64_t py_version_addr;	/* absolute &Py_Version, 0 if unknown */
+	uint64_t func_version_addr;	/* absolute &_Py_next_func_version (3.12), 0 if unknown */
 	uint64_t bias;			/* load bias of the object holding _PyRuntime */
 	char path[4096];		/* that object's path as the process's maps show it */
 	char version_hint[16];		/* from the file name, e.g. "3.13", may be "" */

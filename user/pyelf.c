@@ -55,7 +55,9 @@ struct symbols {
 	uint64_t runtime, runtime_size;
 	uint64_t code_type;
 	uint64_t py_version;
+	uint64_t func_version;	/* _Py_next_func_version (3.12, not exported) */
 	bool has_runtime;
+	bool want_func_version;
 };
 
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
@@ -244,12 +246,16 @@ static void match_symbol(const char *name, const GElf_Sym *sym,
 		out->code_type = sym->st_value;
 	} else if (!out->py_version && !strcmp(name, "Py_Version")) {
 		out->py_version = sym->st_value;
+	} else if (out->want_func_version && !out->func_version &&
+		   !strcmp(name, "_Py_next_func_version") && sym->st_size == 4) {
+		out->func_version = sym->st_value;
 	}
 }
 
 static bool symbols_done(const struct symbols *s)
 {
-	return s->has_runtime && s->code_type && s->py_version;
+	return s->has_runtime && s->code_type && s->py_version &&
+	       (!s->want_func_version || s->func_version);
 }
 
 static void scan_symbols(Elf *elf, Elf_Scn *scn, uint64_t fsize,
@@ -404,6 +410,12 @@ static int inspect_elf(Elf *elf, uint64_t fsize, const char *name,
 		return 1;
 	}
 	find_sections(elf, fsize, &secs);
+	version_from_name(name, out->soname_version, sizeof(out->soname_version));
+	if (!out->soname_version[0])
+		version_from_soname(elf, secs.dynamic, fsize, out->soname_version,
+				    sizeof(out->soname_version));
+	/* 3.12 counts code objects in a hidden global: only .symtab has it. */
+	syms.want_func_version = !strcmp(out->soname_version, "3.12");
 	scan_symbols(elf, secs.dynsym, fsize, &syms);
 	if (!symbols_done(&syms))
 		scan_symbols(elf, secs.symtab, fsize, &syms);
@@ -416,10 +428,8 @@ static int inspect_elf(Elf *elf, uint64_t fsize, const char *name,
 		out->code_type_vaddr = syms.code_type;
 	if (syms.py_version && vaddr_loaded(elf, fsize, syms.py_version, 8, NULL))
 		out->py_version_vaddr = syms.py_version;
-	version_from_name(name, out->soname_version, sizeof(out->soname_version));
-	if (!out->soname_version[0])
-		version_from_soname(elf, secs.dynamic, fsize, out->soname_version,
-				    sizeof(out->soname_version));
+	if (syms.func_version && vaddr_loaded(elf, fsize, syms.func_version, 4, NULL))
+		out->func_version_vaddr = syms.func_version;
 	return 0;
 }
 

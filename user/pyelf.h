@@ -19,6 +19,7 @@ struct pyelf_info {
 	uint64_t runtime_file_off;	/* file offset of _PyRuntime's bytes, 0 if NOBITS/unknown */
 	uint64_t code_type_vaddr;	/* PyCode_Type symbol, 0 if absent */
 	uint64_t py_version_vaddr;	/* Py_Version symbol (3.11+), 0 if absent */
+	uint64_t func_version_vaddr;	/* _Py_next_func_version (3.12 .symtab), 0 if absent */
 	char soname_version[16];	/* "3.13" from libpython3.13.so.1.0 / python3.13, else "" */
 };
 

@@ -226,10 +226,12 @@ int sampler_attach(struct sampler *s, const struct sampler_opts *o, char *err, s
 
 int sampler_add(struct sampler *s, pid_t pid, const struct tb_walk *w)
 {
+	static __u32 incarnations;
 	struct tb_walk v = *w;
 	__u32 key = (__u32)pid;
 
 	v.acked = 1;
+	v.incarnation = ++incarnations;
 	return bpf_map__update_elem(s->skel->maps.procs, &key, sizeof(key), &v, sizeof(v), BPF_ANY);
 }
 

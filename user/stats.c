@@ -89,9 +89,9 @@ void stats_print(const struct session *s, uint64_t written)
 		", walks restarted at the caller (eval not set up) %" PRIu64,
 		c[TB_C_READ_FRAME], c[TB_C_TRUNCATED], c[TB_C_BAD_CODE], c[TB_C_READ_CODE],
 		s->sym.failures, c[TB_C_STALE_CFRAME]);
-	tb_info("%" PRIu64 " distinct stacks, %" PRIu64 " code objects read (%.2f%% of lookups cached); %" PRIu64 " samples counted in the kernel; BPF %.0f ns/sample (self-timed, 1 event in 16)",
+	tb_info("%" PRIu64 " distinct stacks, %" PRIu64 " code objects read (%.2f%% of lookups cached); %" PRIu64 " samples counted in the kernel; BPF %.0f ns/sample (self-timed, 1 event in 16), %" PRIu64 " frames walked, %" PRIu64 " without a code object read (no code object born since the previous walk)",
 		st->stacks, s->sym.reads, 100 * code_hit_rate(&s->sym), c[TB_C_AGGREGATED],
-		bpf_ns_per_sample(st));
+		bpf_ns_per_sample(st), c[TB_C_FRAMES], c[TB_C_CODE_MEMO]);
 	self_rss(&rss, &peak);
 	tb_info("memory: RSS %.1f MiB (peak %.1f MiB); %zu code objects cached, %" PRIu64
 		" evicted unused; %" PRIu64 " compactions",
@@ -127,7 +127,8 @@ void stats_write_json(const struct session *s, uint64_t written)
 		", \"unknown_code\": %" PRIu64 ", \"unreadable_code\": %" PRIu64 ",\n"
 		" \"stacks\": %" PRIu64 ", \"code_reads\": %" PRIu64 ", \"code_lookups\": %" PRIu64
 		", \"tstate_misses\": %" PRIu64 ", \"stale_cframe\": %" PRIu64
-		", \"aggregated\": %" PRIu64 ",\n"
+		", \"aggregated\": %" PRIu64 ", \"bpf_frames\": %" PRIu64
+		", \"bpf_code_memo\": %" PRIu64 ",\n"
 		" \"events\": %" PRIu64 ", \"offcpu_periods\": %" PRIu64 ", \"offcpu_final\": %" PRIu64
 		", \"offcpu_lost\": %" PRIu64 ", \"processes\": %" PRIu64 ",\n"
 		" \"duration_s\": %.3f, \"rate_hz\": %.1f, \"rate_hz_per_cpu\": %.1f, \"cpus\": %d,\n"
@@ -140,7 +141,8 @@ void stats_write_json(const struct session *s, uint64_t written)
 		st->missing_stack, st->unknown_pid,
 		c[TB_C_READ_FRAME], c[TB_C_TRUNCATED], c[TB_C_BAD_CODE], s->sym.failures,
 		c[TB_C_READ_CODE], st->stacks, s->sym.reads, s->sym.lookups, c[TB_C_TSTATE_MISS],
-		c[TB_C_STALE_CFRAME], c[TB_C_AGGREGATED], c[TB_C_EVENTS], c[TB_C_OFFCPU_WEIGHT], st->offcpu_final, c[TB_C_OFFCPU_LOST],
+		c[TB_C_STALE_CFRAME], c[TB_C_AGGREGATED], c[TB_C_FRAMES], c[TB_C_CODE_MEMO],
+		c[TB_C_EVENTS], c[TB_C_OFFCPU_WEIGHT], st->offcpu_final, c[TB_C_OFFCPU_LOST],
 		st->processes,
 		st->seconds, c[TB_C_EVENTS] / secs, c[TB_C_EVENTS] / secs / (st->ncpus ? st->ncpus : 1),
 		st->ncpus, bpf_ns_per_sample(st), st->run_cnt,

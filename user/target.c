@@ -99,6 +99,14 @@ static void find_status(struct target *t)
 		gil = 0;
 	w->gil_addr = gil;
 	w->gc_addr = l->gc_collecting ? interp + l->gc_collecting : 0;
+	w->code_gen_size = l->code_gen_size;
+	if (l->interp_code_gen != TB_NO_OFFSET)
+		w->code_gen_addr = interp + l->interp_code_gen;
+	else if (l->code_gen_symbol)
+		w->code_gen_addr = t->loc.func_version_addr;
+	w->main_interp = l->code_gen_symbol ? 0 : interp;
+	if (!w->code_gen_addr)
+		w->code_gen_size = 0;
 }
 
 int target_refresh(struct target *t)

@@ -31,7 +31,8 @@ static void check_walk(const struct tb_walk *w)
 		   w->ts_read, w->fr_read, w->co_read);
 	FUZZ_CHECK(inside(w->ts_next, 8, w->ts_read) &&
 		   inside(w->ts_frame, 8, w->ts_read) &&
-		   inside(w->ts_native_tid, 8, w->ts_read),
+		   inside(w->ts_native_tid, 8, w->ts_read) &&
+		   inside(w->ts_interp, 8, w->ts_read),
 		   "thread state fields outside ts_read %u", w->ts_read);
 	FUZZ_CHECK(w->ts_exc == TB_NO_OFFSET || inside(w->ts_exc, 8, w->ts_read),
 		   "ts_exc %u outside ts_read %u", w->ts_exc, w->ts_read);

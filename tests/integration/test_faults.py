@@ -354,6 +354,63 @@ def test_code_objects_reused(python):
           "stats: %d of %d code objects unreadable" % (st["unknown_code"], st["code_reads"]))
 
 
+def _chain_errors(stacks, depth):
+    """chain.py's main thread: f<depth> down to f1, each from <chainN>,
+    calls on line 2. Returns (chain samples, complete ones, wrong frames)."""
+    n = full = 0
+    bad = []
+    for s in stacks:
+        names = s.names
+        if "f%d" % depth not in names:
+            continue
+        n += s.count
+        chain = s.frames[names.index("f%d" % depth):]
+        for i, f in enumerate(chain):
+            k = depth - i
+            lines = (3, 4) if k == 1 else (2,)
+            if (f.name, f.file) != ("f%d" % k, "<chain%d>" % k) or f.line not in lines:
+                bad.append("%s at depth %d" % (f.raw, i))
+                break
+        else:
+            full += s.count if len(chain) == depth else 0
+    return n, full, bad
+
+
+@timeout(90)
+def test_fingerprint_memo(python):
+    """A caller's fingerprint comes from the previous walk only while the
+    interpreter's code object counter stands still (3.12, 3.13); 3.11 has
+    no counter and reads every code object. A 40-deep chain of distinct
+    functions, alone and then with a thread compiling a new function every
+    5 ms (the counter moves): every sampled frame is the right function,
+    file and line, and the memo is used as the version allows."""
+    ver = python.version()
+    has_counter = ver in ("3.12", "3.13") and "/" not in python.spec
+    for every in (0, 5):
+        w = start_workload(python, "chain.py", 40, every, 30)
+        try:
+            res = run_profiler(w.pid, ["-F", 999, "-d", 2, "--full-filenames"],
+                               timeout=30, stats=True)
+        finally:
+            w.stop()
+        what = "fingerprint memo (compile every %d ms)" % every
+        st = _sound(res, what)
+        n, full, bad = _chain_errors(res.stacks(), 40)
+        check(n >= 500, "%s: only %d samples of the chain [top: %s]"
+              % (what, n, fmt_stacks(res.stacks(), 3)))
+        check(not bad, "%s: %d stacks with a wrong frame: %s" % (what, len(bad), bad[:4]))
+        check(full >= 0.95 * n, "%s: %d of %d chain samples complete" % (what, full, n))
+        memo, reads = st["bpf_code_memo"], st["bpf_frames"] - st["bpf_code_memo"]
+        if not has_counter:
+            check(memo == 0, "%s: Python %s has no code counter, yet %d fingerprints "
+                  "came from the memo" % (what, ver, memo))
+        elif every == 0:
+            check(memo >= 0.8 * (memo + reads), "%s: only %d of %d fingerprints from the memo"
+                  % (what, memo, memo + reads))
+        else:
+            check(memo > 0 and reads > 0, "%s: memo %d, reads %d: want both" % (what, memo, reads))
+
+
 # --------------------------------------------------------------------------
 # overload, signals, pipes
 

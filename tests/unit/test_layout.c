@@ -62,6 +62,10 @@ static void test_real_313(void **state)
 	/* A caller's code object: co_version alone, one cache line. */
 	assert_int_equal(l.walk.co_fp_lo, 92);
 	assert_int_equal(l.walk.co_fp_read, 4);
+	assert_int_equal(l.walk.ts_interp, 16);
+	/* 3.13.0's interpreter state: func_state.next_version counts births. */
+	assert_int_equal(l.interp_code_gen, 17000);
+	assert_int_equal(l.code_gen_size, 4);
 }
 
 static void test_bad_cookie(void **state)
