@@ -224,6 +224,7 @@ struct window {
 
 /* Where a walk stands with the memo (scalars only: global functions get it). */
 struct memo_cursor {
+	__u64 gen;		/* the code generation now; 0 = unknown */
 	__u32 cur;		/* the buffer this walk writes */
 	__u32 ok;		/* the other one may be used */
 	__u32 j;		/* where in it the next frame is looked for */
@@ -247,7 +248,6 @@ struct walk_ctx {
 	struct code_seen code;	/* the code object of the last frame recorded */
 	struct window w;	/* the frame stack bytes in s->win */
 	__u64 interp;		/* the thread's PyInterpreterState */
-	__u64 gen;		/* the code generation now; 0 = unknown */
 	struct memo_cursor m;
 };
 
@@ -582,22 +582,26 @@ __noinline int memo_find(struct scratch *s, struct memo_cursor *mc, struct code_
 			seen->fp = m->fp;
 			seen->words = 0;
 			mc->j = j + 1;
+			mc->hits++;
 			return 1;
 		}
 	}
 	return 0;
 }
 
-static __always_inline void memo_put(struct scratch *s, struct walk_ctx *c, __u64 code,
-				     __u32 fp)
+/* Remember a recorded frame's code object. Global: the verifier checks the
+ * depth bound here once, instead of tracking depth through the walk. */
+__noinline int memo_put(struct scratch *s, struct memo_cursor *mc, __u32 depth, __u64 code,
+			__u32 fp)
 {
 	struct memo *m;
 
-	if (c->depth >= MEMO)
-		return;
-	m = &s->memo[c->m.cur & 1][c->depth & (MEMO - 1)];
+	if (!s || !mc || depth >= MEMO)
+		return 0;
+	m = &s->memo[mc->cur & 1][depth & (MEMO - 1)];
 	m->code = code;
 	m->fp = fp;
+	return 0;
 }
 
 static __always_inline int record_frame(struct walk_ctx *c, __u64 frame, __u64 code,
@@ -613,9 +617,7 @@ static __always_inline int record_frame(struct walk_ctx *c, __u64 frame, __u64 c
 	idx = (__s64)(instr - (code + L->co_adaptive)) >> 1;
 	check = code_checked(c, idx);
 	err = 0;
-	if (!check && c->m.ok && code != c->code.addr && memo_find(s, &c->m, &c->code, code))
-		c->m.hits++;
-	else
+	if (check || !c->m.ok || code == c->code.addr || !memo_find(s, &c->m, &c->code, code))
 		err = code_info(s, &c->code, code, check);
 	if (idx < -1 || idx >= CODE_UNITS_MAX)
 		idx = -1;
@@ -629,8 +631,8 @@ static __always_inline int record_frame(struct walk_ctx *c, __u64 frame, __u64 c
 	c->check_next = 0;
 	fp = c->code.fp;
 
-	if (c->gen)
-		memo_put(s, c, code, fp);
+	if (c->m.gen)
+		memo_put(s, &c->m, c->depth, code, fp);
 	out = &s->stack.frames[c->depth & (TB_MAX_DEPTH - 1)];
 	out->code = code;
 	out->instr = (__s32)idx;
@@ -713,16 +715,21 @@ static long walk_step(__u32 i, void *arg)
 	return 1;
 }
 
-/* The code generation now, and whether the last walk's memo still holds. */
-static __always_inline void memo_begin(struct walk_ctx *c, __u32 pid)
+/*
+ * The code generation now, and whether the last walk's memo still holds.
+ * Global: the walk is verified once, not once per combination of these.
+ */
+__noinline int memo_begin(struct scratch *s, struct memo_cursor *mc, __u32 pid, __u64 interp)
 {
-	struct scratch *s = c->s;
-	struct tb_walk *L = &s->walk;
+	struct tb_walk *L;
 	__u64 gen = 0;
 
-	c->m.cur = (s->memo_cur ^ 1) & 1;
-	c->m.j = 0;
-	c->m.hits = 0;
+	if (!s || !mc)
+		return 0;
+	L = &s->walk;
+	mc->cur = (s->memo_cur ^ 1) & 1;
+	mc->j = 0;
+	mc->hits = 0;
 	if (L->code_gen_addr &&
 	    bpf_probe_read_user(&gen, L->code_gen_size == 4 ? 4 : 8, (void *)L->code_gen_addr))
 		gen = 0;
@@ -731,11 +738,12 @@ static __always_inline void memo_begin(struct walk_ctx *c, __u32 pid)
 	if (L->code_gen_size == 8)
 		gen++;
 	/* Per-interpreter counters (3.13+) say nothing of a subinterpreter. */
-	if (L->main_interp && c->interp != L->main_interp)
+	if (L->main_interp && interp != L->main_interp)
 		gen = 0;
-	c->gen = gen;
-	c->m.ok = gen && gen == s->memo_gen && pid == s->memo_pid &&
-		  L->incarnation == s->memo_inc;
+	mc->gen = gen;
+	mc->ok = gen && gen == s->memo_gen && pid == s->memo_pid &&
+		 L->incarnation == s->memo_inc;
+	return 0;
 }
 
 static __always_inline void memo_end(struct walk_ctx *c, __u32 pid)
@@ -745,8 +753,8 @@ static __always_inline void memo_end(struct walk_ctx *c, __u32 pid)
 	c->cnt[TB_C_CODE_MEMO] += c->m.hits;
 	c->cnt[TB_C_FRAMES] += c->depth;
 	s->memo_cur = c->m.cur;
-	s->memo_n[c->m.cur & 1] = !c->gen ? 0 : c->depth < MEMO ? c->depth : MEMO;
-	s->memo_gen = c->gen;
+	s->memo_n[c->m.cur & 1] = !c->m.gen ? 0 : c->depth < MEMO ? c->depth : MEMO;
+	s->memo_gen = c->m.gen;
 	s->memo_pid = pid;
 	s->memo_inc = s->walk.incarnation;
 }
@@ -770,7 +778,7 @@ static __always_inline int walk_current(struct walk_ctx *c, __u32 pid, __u32 tid
 	if (!c->frame)
 		return TB_C_NO_FRAMES;
 	c->hash = FNV_OFFSET;
-	memo_begin(c, pid);
+	memo_begin(s, &c->m, pid, c->interp);
 	bpf_loop(2 * TB_MAX_DEPTH, walk_step, c, 0);
 	memo_end(c, pid);
 	if (c->flags & TB_SF_PARTIAL)
