@@ -465,20 +465,25 @@ def test_consumer_stopped_counts_in_kernel():
     w = start_workload(python, "threads8.py", 60)
     prof = start_profiler(w.pid, ["-F", 4999, "-d", 60, "-v"], stats=True)
     _wait_sampling(prof)
+    cpu0 = w.cpu_seconds()
     prof.signal(signal.SIGSTOP)
     time.sleep(5.0)
     prof.signal(signal.SIGCONT)
     time.sleep(1.0)
     prof.signal(signal.SIGINT)
     res = prof.finish(30)
+    # The GIL lets the 8 threads use about one CPU, less when the machine
+    # is busy: expect samples for the CPU time the target actually had.
+    cpu = w.cpu_seconds() - cpu0
     st = _sound(res, "-F 4999, consumer stopped 5 s")
     check(st["lost"] == 0, "%d samples lost although the kernel could count them %s"
           % (st["lost"], res.where()))
     check(st["aggregated"] >= 0.9 * st["collected"],
           "only %d of %d samples counted in the kernel %s"
           % (st["aggregated"], st["collected"], res.where()))
-    check(st["collected"] >= 2 * 4999 * 3, "only %d samples in a 6 s run on 2 CPUs %s"
-          % (st["collected"], res.where()))
+    check(cpu >= 3.0, "the target had only %.1f s of CPU in a 6 s run %s" % (cpu, res.where()))
+    check(st["collected"] >= 0.8 * 4999 * cpu, "only %d samples for %.1f CPU seconds at -F 4999 %s"
+          % (st["collected"], cpu, res.where()))
     stacks = res.stacks()
     for i in range(8):
         n = sum(s.count for s in stacks if any(f.name == "worker_%d" % i for f in s.frames))
