@@ -85,10 +85,11 @@ struct {
 } events SEC(".maps");
 
 /*
- * In-kernel aggregation: a sample that finds its key adds one to it. The
- * map sits in count_slot; deleting it from there (a map-in-map update)
- * makes the kernel wait until no program still holds it, so userspace can
- * then read and clear it without losing an increment.
+ * In-kernel aggregation: a sample that finds its key adds one to it. Two
+ * maps take turns in count_slot; replacing one there with the other (a
+ * map-in-map update) makes the kernel wait until no program still holds
+ * the old one, so userspace can then read and clear it without losing an
+ * increment, while samples keep counting in the other.
  */
 struct counts_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -98,6 +99,7 @@ struct counts_map {
 };
 
 struct counts_map counts SEC(".maps");
+struct counts_map counts2 SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
@@ -867,8 +869,8 @@ static __always_inline int push_sample(__u32 pid, __u32 tid, __u64 stack_id,
 }
 
 /*
- * Count the sample in the plugged-in map. Returns 0, or -1 if it must
- * travel as a record: the map is unplugged (being read) or full.
+ * Count the sample in the map in count_slot. Returns 0, or -1 if it must
+ * travel as a record: the map is full (or the slot empty).
  */
 static __always_inline int count_sample(__u32 pid, __u32 tid, __u64 stack_id, __u32 flags,
 					__s32 kstack)

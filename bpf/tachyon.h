@@ -153,10 +153,10 @@ struct tb_sample {
 };
 
 /*
- * On-CPU samples are counted in the kernel, in the hash map `counts`,
- * while userspace has it plugged into `count_slot`; userspace unplugs it to
- * read and clear it, and samples taken meanwhile (or when it is full) are
- * pushed as tb_sample records. Same fields as a record, count as value.
+ * On-CPU samples are counted in the kernel, in whichever of the hash maps
+ * `counts` and `counts2` userspace has put in `count_slot`; it swaps them
+ * to read and clear one. Samples that find the map full are pushed as
+ * tb_sample records. Same fields as a record, count as value.
  */
 struct tb_count_key {
 	__u32 pid;

@@ -95,6 +95,7 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 	bpf_map__set_max_entries(s->skel->maps.events, s->rb_bytes);
 	s->counts_max = counts_size(o, s->ncpus);
 	bpf_map__set_max_entries(s->skel->maps.counts, s->counts_max);
+	bpf_map__set_max_entries(s->skel->maps.counts2, s->counts_max);
 	s->count_keys = calloc(s->counts_max, sizeof(*s->count_keys));
 	s->count_vals = calloc(s->counts_max, sizeof(*s->count_vals));
 	if (!s->count_keys || !s->count_vals) {
@@ -117,7 +118,7 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 			 strerror(-ret));
 		return -1;
 	}
-	s->counts_plugged = 1;	/* count_slot holds it from the load on */
+	s->counts_cur = 0;	/* count_slot holds `counts` from the load on */
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), o->on_record, o->ctx, NULL);
 	if (!s->rb) {
 		snprintf(err, errlen, "cannot map the ring buffer: %s (check RLIMIT_MEMLOCK)", strerror(errno));
@@ -353,10 +354,15 @@ void sampler_forget_all_stacks(struct sampler *s)
 	__atomic_store_n(&s->skel->bss->sent_floor, e, __ATOMIC_SEQ_CST);
 }
 
-/* Read and clear the counts map; only while no program can reach it. */
-static int drain_counts(struct sampler *s, sampler_count_fn fn, void *ctx)
+static struct bpf_map *counts_map(struct sampler *s, int which)
 {
-	int fd = bpf_map__fd(s->skel->maps.counts), ret, total = 0;
+	return which ? s->skel->maps.counts2 : s->skel->maps.counts;
+}
+
+/* Read and clear a counts map; only while no program can reach it. */
+static int drain_counts(struct sampler *s, struct bpf_map *m, sampler_count_fn fn, void *ctx)
+{
+	int fd = bpf_map__fd(m), ret, total = 0;
 	__u64 batch = 0;
 	void *in = NULL;
 	__u32 n, i;
@@ -377,33 +383,27 @@ static int drain_counts(struct sampler *s, sampler_count_fn fn, void *ctx)
 	return total;
 }
 
-int sampler_unplug_counts(struct sampler *s, sampler_count_fn fn, void *ctx)
+/*
+ * One map-in-map update swaps the maps: the kernel returns from it only
+ * once no running program can still hold the old one (a single expedited
+ * RCU grace period, where taking the map out and putting it back cost two,
+ * and samples never have to travel as records meanwhile).
+ */
+int sampler_read_counts(struct sampler *s, sampler_count_fn fn, void *ctx)
 {
+	int next = !s->counts_cur, fd;
 	__u32 zero = 0;
 
 	if (!s->skel)
 		return 0;
-	if (s->counts_plugged) {
-		/* The kernel returns once no running program can hold the map. */
-		if (bpf_map__delete_elem(s->skel->maps.count_slot, &zero, sizeof(zero), 0)) {
-			tb_warn("cannot unplug the in-kernel counts: %s", strerror(errno));
-			return -1;
-		}
-		s->counts_plugged = 0;
+	fd = bpf_map__fd(counts_map(s, next));
+	if (bpf_map__update_elem(s->skel->maps.count_slot, &zero, sizeof(zero), &fd, sizeof(fd),
+				 BPF_ANY)) {
+		tb_warn("cannot swap the in-kernel counts: %s", strerror(errno));
+		return -1;
 	}
-	return drain_counts(s, fn, ctx);
-}
-
-void sampler_plug_counts(struct sampler *s)
-{
-	int fd = bpf_map__fd(s->skel->maps.counts);
-	__u32 zero = 0;
-
-	if (s->counts_plugged || !s->skel)
-		return;
-	if (!bpf_map__update_elem(s->skel->maps.count_slot, &zero, sizeof(zero), &fd, sizeof(fd),
-				  BPF_ANY))
-		s->counts_plugged = 1;
+	s->counts_cur = next;
+	return drain_counts(s, counts_map(s, !next), fn, ctx);
 }
 
 int sampler_rb_fd(struct sampler *s)

@@ -35,8 +35,8 @@ struct sampler {
 	int ncpus;		/* possible CPUs: per-CPU map slots */
 	int stats_fd;		/* keeps kernel BPF run-time stats on */
 	size_t rb_bytes;
-	uint32_t counts_max;	/* entries of the counts map */
-	int counts_plugged;	/* the BPF side counts into it */
+	uint32_t counts_max;	/* entries of each counts map */
+	int counts_cur;		/* the one the BPF side counts into: 0 counts, 1 counts2 */
 	struct tb_count_key *count_keys;	/* drain buffers */
 	uint64_t *count_vals;
 };
@@ -70,13 +70,11 @@ struct offcpu_left {
 int sampler_offcpu_left(struct sampler *s, struct offcpu_left **out);
 int sampler_consume(struct sampler *s);
 /*
- * Take the in-kernel counts out of the BPF side's reach (samples travel as
- * records meanwhile) and hand each (key, count) to fn, clearing them.
+ * Swap the in-kernel counts map for the other one (the BPF side counts on
+ * in that), and hand each (key, count) of the old one to fn, clearing it.
  * Returns the number of keys read, or -1.
  */
-int sampler_unplug_counts(struct sampler *s, sampler_count_fn fn, void *ctx);
-/* Let the BPF side count in the kernel again. */
-void sampler_plug_counts(struct sampler *s);
+int sampler_read_counts(struct sampler *s, sampler_count_fn fn, void *ctx);
 void sampler_detach(struct sampler *s);
 void sampler_close(struct sampler *s);
 

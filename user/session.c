@@ -25,7 +25,8 @@
 #include "errors.h"
 #include "session.h"
 
-#define POLL_MS		100	/* drain at least this often: samples don't wake us */
+#define POLL_MS		1000	/* drain at least this often: samples don't wake us */
+#define REFRESH_S	0.5	/* retry what needs a running interpreter */
 #define DISCOVER_MS	5	/* while a new process is being set up */
 #define RESCAN_S	2.0	/* --all-python: look for interpreters loaded late */
 #define COMPACT_S	10.0	/* fold live profiles this often: memory stays flat */
@@ -190,13 +191,13 @@ static void on_count(void *ctx, const struct tb_count_key *k, uint64_t n)
 }
 
 /*
- * Bring the samples counted in the kernel into the profile. Until the loop
- * plugs the map back in, samples come as records, in order with the
- * process events: a target can end without a count of its still waiting.
+ * Bring the samples counted in the kernel into the profile. Called before
+ * a target is ended: its process is gone by then (exit) or no longer
+ * sampled (exec), so none of its samples can count in the map swapped in.
  */
 static void read_counts(struct session *s)
 {
-	sampler_unplug_counts(&s->sampler, on_count, s);
+	sampler_read_counts(&s->sampler, on_count, s);
 }
 
 /*
@@ -842,20 +843,32 @@ static void handle(struct session *s, const struct epoll_event *ev)
 	}
 }
 
-static int poll_timeout(const struct session *s, double start)
+/*
+ * Sleep until the next thing due (`due`: the loop's own timers) or an
+ * event: each wake-up costs two context switches, so the loop wakes only
+ * when there is work (a few times a second when samples are counted in
+ * the kernel).
+ */
+static int poll_timeout(const struct session *s, double start, double due)
 {
 	int ms = s->ndisc ? DISCOVER_MS : POLL_MS;
-	double left;
+	double now = mono_now(), left;
 
 	if (s->tick && s->tick_interval * 1000 < ms)
 		ms = (int)(s->tick_interval * 1000) + 1;
-
-	if (!s->opt->duration)
-		return ms;
-	left = start + s->opt->duration - mono_now();
+	if (s->opt->all_python && s->next_scan < due)
+		due = s->next_scan;
+	if (s->opt->duration && start + s->opt->duration < due)
+		due = start + s->opt->duration;
+	left = due - now;
 	if (left <= 0)
 		return 0;
 	return left * 1000 < ms ? (int)(left * 1000) + 1 : ms;
+}
+
+static double min3(double a, double b, double c)
+{
+	return a < b ? (a < c ? a : c) : (b < c ? b : c);
 }
 
 /* Things that need a running interpreter: retried until they work. */
@@ -909,7 +922,10 @@ void session_run(struct session *s)
 	s->st.start_unix = wall_now();
 	check_stop(s, start);
 	while (!s->stop) {
-		n = epoll_wait(s->epfd, ev, 16, poll_timeout(s, start));
+		n = epoll_wait(s->epfd, ev, 16,
+			       poll_timeout(s, start, min3(last_refresh + REFRESH_S,
+							   last_counts + COUNTS_S,
+							   last_compact + COMPACT_S)));
 		if (n < 0 && errno != EINTR) {
 			tb_error("event loop: epoll_wait: %s", strerror(errno));
 			s->stop = STOP_ERROR;
@@ -923,7 +939,7 @@ void session_run(struct session *s)
 			run_discovery(s);
 		if (s->opt->all_python && mono_now() >= s->next_scan)
 			scan_all(s);
-		if (mono_now() - last_refresh > 0.5) {
+		if (mono_now() - last_refresh >= REFRESH_S) {
 			refresh_targets(s);
 			last_refresh = mono_now();
 		}
@@ -940,8 +956,6 @@ void session_run(struct session *s)
 			last_tick = mono_now();
 		}
 		check_stop(s, start);
-		if (!s->stop)
-			sampler_plug_counts(&s->sampler);
 	}
 	/* Stop the events, then read what they left in the kernel. */
 	sampler_detach(&s->sampler);
