@@ -522,31 +522,23 @@ static __always_inline int code_checked(struct walk_ctx *c, __s64 idx)
 __noinline int code_info(struct scratch *s, struct code_seen *seen, __u64 code, int check)
 {
 	struct tb_walk *L;
-	__u32 words = 0;
+	__u32 words = 0, base;
 
 	if (!s || !seen)
 		return TB_C_READ_CODE;
 	if (code == seen->addr && code)
 		return 0;
 	L = &s->walk;
-	if (!check) {
-		if (read_into(s, L->co_fp_read, code + L->co_fp_lo))
-			return TB_C_READ_CODE;
-		seen->fp = get_u32(s, L->co_fp - L->co_fp_lo);
-		if (L->co_fp2 != TB_NO_OFFSET)
-			seen->fp ^= get_u32(s, L->co_fp2 - L->co_fp_lo);
-		seen->words = 0;
-		seen->addr = code;
-		return 0;
-	}
-	if (read_into(s, L->co_read, code))
+	/* Unchecked: only [co_fp_lo, +co_fp_read) is read, at s->buf[0]. */
+	base = check ? 0 : L->co_fp_lo;
+	if (read_into(s, check ? L->co_read : L->co_fp_read, code + base))
 		return TB_C_READ_CODE;
-	if (L->code_type_addr && get_u64(s, L->co_type) != L->code_type_addr)
+	if (check && L->code_type_addr && get_u64(s, L->co_type) != L->code_type_addr)
 		return TB_C_BAD_CODE;
-	seen->fp = get_u32(s, L->co_fp);
+	seen->fp = get_u32(s, L->co_fp - base);
 	if (L->co_fp2 != TB_NO_OFFSET)
-		seen->fp ^= get_u32(s, L->co_fp2);
-	if (L->co_fs_a != TB_NO_OFFSET) {
+		seen->fp ^= get_u32(s, L->co_fp2 - base);
+	if (check && L->co_fs_a != TB_NO_OFFSET) {
 		words = get_u32(s, L->co_fs_a) + L->co_fs_add;
 		if (L->co_fs_b != TB_NO_OFFSET)
 			words += get_u32(s, L->co_fs_b);
