@@ -185,20 +185,25 @@ struct memo {
 };
 
 struct scratch {
-	struct tb_stack stack;
+	/*
+	 * Small and hot first: a BPF load or store takes a 16-bit signed
+	 * offset, so a field beyond 32 KiB costs two more instructions on
+	 * every access. The 64 KiB stack record goes last.
+	 */
 	struct tb_walk walk;
-	__u8 buf[TB_READ_MAX + 8] __attribute__((aligned(8)));
-	__u8 win[WIN + TB_READ_MAX + 8] __attribute__((aligned(8)));
-	struct recent recent[RECENT];
 	__u64 last_tstate;	/* of last_id: skips a hash lookup while a thread runs */
 	__u64 last_id;		/* pid << 32 | tid it belongs to */
-	struct memo memo[2][MEMO];
-	__u32 memo_n[2];	/* entries of each buffer */
+	__u32 memo_n[2];	/* entries of each memo buffer */
 	__u32 memo_cur;		/* the buffer the last walk wrote */
 	__u32 memo_pid;		/* ... in this process */
 	__u32 memo_inc;		/* ... image (tb_walk.incarnation) */
 	__u32 pad;
 	__u64 memo_gen;		/* ... at this code generation; 0 = none */
+	__u8 buf[TB_READ_MAX + 8] __attribute__((aligned(8)));
+	struct recent recent[RECENT];
+	struct memo memo[2][MEMO];
+	__u8 win[WIN + TB_READ_MAX + 8] __attribute__((aligned(8)));
+	struct tb_stack stack;
 };
 
 struct {
