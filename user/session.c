@@ -26,11 +26,15 @@
 #include "session.h"
 
 #define POLL_MS		1000	/* drain at least this often: samples don't wake us */
-#define REFRESH_S	0.5	/* retry what needs a running interpreter */
 #define DISCOVER_MS	5	/* while a new process is being set up */
 #define RESCAN_S	2.0	/* --all-python: look for interpreters loaded late */
 #define COMPACT_S	10.0	/* fold live profiles this often: memory stays flat */
-#define COUNTS_S	0.5	/* read the in-kernel counts this often */
+/*
+ * Read the in-kernel counts, and retry what needs a running interpreter,
+ * this often: one timer for both, as each wake-up costs two context
+ * switches (two timers drifting apart woke the loop four times a second).
+ */
+#define HOUSE_S		0.5
 #define EV_RING		(1ULL << 62)
 #define EV_SIGNAL	(2ULL << 62)
 #define EV_STDOUT	(3ULL << 62)
@@ -866,9 +870,9 @@ static int poll_timeout(const struct session *s, double start, double due)
 	return left * 1000 < ms ? (int)(left * 1000) + 1 : ms;
 }
 
-static double min3(double a, double b, double c)
+static double min2(double a, double b)
 {
-	return a < b ? (a < c ? a : c) : (b < c ? b : c);
+	return a < b ? a : b;
 }
 
 /* Things that need a running interpreter: retried until they work. */
@@ -915,16 +919,14 @@ static void credit_offcpu(struct session *s)
 void session_run(struct session *s)
 {
 	struct epoll_event ev[16];
-	double start = mono_now(), last_refresh = start, last_tick = start, last_compact = start;
-	double last_counts = start;
+	double start = mono_now(), last_house = start, last_tick = start, last_compact = start;
 	int n, i;
 
 	s->st.start_unix = wall_now();
 	check_stop(s, start);
 	while (!s->stop) {
 		n = epoll_wait(s->epfd, ev, 16,
-			       poll_timeout(s, start, min3(last_refresh + REFRESH_S,
-							   last_counts + COUNTS_S,
+			       poll_timeout(s, start, min2(last_house + HOUSE_S,
 							   last_compact + COMPACT_S)));
 		if (n < 0 && errno != EINTR) {
 			tb_error("event loop: epoll_wait: %s", strerror(errno));
@@ -939,13 +941,10 @@ void session_run(struct session *s)
 			run_discovery(s);
 		if (s->opt->all_python && mono_now() >= s->next_scan)
 			scan_all(s);
-		if (mono_now() - last_refresh >= REFRESH_S) {
+		if (mono_now() - last_house >= HOUSE_S) {
 			refresh_targets(s);
-			last_refresh = mono_now();
-		}
-		if (mono_now() - last_counts >= COUNTS_S) {
 			read_counts(s);
-			last_counts = mono_now();
+			last_house = mono_now();
 		}
 		if (mono_now() - last_compact >= COMPACT_S) {
 			compact(s);
