@@ -331,7 +331,7 @@ def main():
         print("  * the same perf events with the BPF program returning at its pid check")
         print("  ** the program's run time (kernel statistics) over the work's time: the walk's"
               " share, free of the host's noise\n"
-              "     target: <= 0.1 %% at 99 Hz, <= 1 %% at 1 kHz, <= 5 %% at 10 kHz")
+              "     target: <= 0.1 % at 99 Hz, <= 1 % at 1 kHz, <= 5 % at 10 kHz")
 
         print("\n%-22s %8s %12s %9s %10s %9s" % ("profiler userspace", "Hz", "CPU us/smpl",
                                                   "lost %", "code hits", "peak RSS"))

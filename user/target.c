@@ -81,17 +81,40 @@ static int read_layout(struct target *t, unsigned flags, char *err, size_t errle
 }
 
 /*
+ * The main interpreter: the last of the runtime's list, as each new one is
+ * put at its head. 0 while the interpreter is not up.
+ */
+static uint64_t main_interp(const struct target *t)
+{
+	const struct tb_walk *w = &t->layout.walk;
+	uint64_t interp = 0, next;
+	int i;
+
+	if (remote_read(t->pid, w->runtime_addr + w->rt_interp_head, &interp, sizeof(interp)))
+		return 0;
+	for (i = 0; interp && i < TB_MAX_INTERPS; i++) {
+		if (remote_read(t->pid, interp + w->interp_next, &next, sizeof(next)))
+			return 0;
+		if (!next)
+			return interp;
+		interp = next;
+	}
+	return 0;	/* more than the walker follows: no status, no counter */
+}
+
+/*
  * Absolute addresses of the GIL in use and of the GC's "collecting" flag,
- * for the main interpreter. 0 (not read) while the interpreter is not up.
+ * for the main interpreter (not the newest one, which is the list's head
+ * once a subinterpreter exists). 0 (not read) while the interpreter is
+ * not up.
  */
 static void find_status(struct target *t)
 {
 	const struct py_layout *l = &t->layout;
 	struct tb_walk *w = &t->layout.walk;
-	uint64_t interp = 0, gil = 0;
+	uint64_t interp = main_interp(t), gil = 0;
 
-	if (remote_read(t->pid, w->runtime_addr + w->rt_interp_head, &interp, sizeof(interp)) ||
-	    !interp)
+	if (!interp)
 		return;
 	if (l->gil_in_runtime != TB_NO_OFFSET)
 		gil = w->runtime_addr + l->gil_in_runtime;

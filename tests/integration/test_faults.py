@@ -411,6 +411,37 @@ def test_fingerprint_memo(python):
             check(memo > 0 and reads > 0, "%s: memo %d, reads %d: want both" % (what, memo, reads))
 
 
+@timeout(90)
+def test_subinterpreter_chain(python):
+    """The same chain run in a subinterpreter (subinterp.py; the profiler
+    attaches once it exists, so the main interpreter is not the list's
+    head): every frame right, and the memo used only where the counter
+    speaks for that interpreter. 3.12's counter is process-wide (used);
+    3.13's belongs to the main interpreter, so a subinterpreter's thread
+    reads every code object (never from the memo); 3.11 has none."""
+    ver = python.version()
+    w = start_workload(python, "subinterp.py", 40, 0, 30)
+    try:
+        res = run_profiler(w.pid, ["-F", 999, "-d", 2, "--full-filenames"],
+                           timeout=30, stats=True)
+    finally:
+        w.stop()
+    what = "chain in a subinterpreter"
+    st = _sound(res, what)
+    n, full, bad = _chain_errors(res.stacks(), 40)
+    check(n >= 500, "%s: only %d samples of the chain [top: %s]"
+          % (what, n, fmt_stacks(res.stacks(), 3)))
+    check(not bad, "%s: %d stacks with a wrong frame: %s" % (what, len(bad), bad[:4]))
+    check(full >= 0.95 * n, "%s: %d of %d chain samples complete" % (what, full, n))
+    memo, reads = st["bpf_code_memo"], st["bpf_frames"] - st["bpf_code_memo"]
+    if ver == "3.12":
+        check(memo >= 0.8 * (memo + reads), "%s: only %d of %d fingerprints from the memo "
+              "(3.12 counts code objects process-wide)" % (what, memo, memo + reads))
+    else:
+        check(memo == 0, "%s: %d fingerprints came from the memo on Python %s, whose "
+              "counter does not speak for a subinterpreter" % (what, memo, ver))
+
+
 # --------------------------------------------------------------------------
 # overload, signals, pipes
 
