@@ -207,33 +207,29 @@ def timed_work(py, script, depth, n, hz, other=None):
     the perf event itself costs on this machine."""
     w = start(py, script, "work", depth, n)
     prof = None
-    st = tempfile.NamedTemporaryFile(suffix=".json")
-    try:
-        if hz:
-            pid = other if other else w.pid
-            prof = subprocess.Popen([BIN, "-p", str(pid), "-F", str(hz), "-o", os.devnull, "-v",
-                                     "--stats", st.name], stderr=subprocess.PIPE, text=True)
-            for line in prof.stderr:           # attached once it says so
-                if "profiling" in line:
-                    break
-        w.stdin.write("go\n")
-        w.stdin.flush()
-        secs = float(w.stdout.readline())
-        bpf_ns = 0
-        if prof:
-            prof.terminate()
-            prof.communicate()
-            prof = None
-            stats = json.load(open(st.name))
-            bpf_ns = stats["bpf_runs"] * stats["bpf_ns_per_run"]
-    finally:
-        if prof:
-            prof.terminate()
-            prof.communicate()
-        w.kill()
-        w.wait()
-        st.close()
-    return secs, bpf_ns
+    with tempfile.NamedTemporaryFile(suffix=".json") as st:
+        try:
+            if hz:
+                pid = other if other else w.pid
+                prof = subprocess.Popen([BIN, "-p", str(pid), "-F", str(hz), "-o", os.devnull,
+                                         "-v", "--stats", st.name],
+                                        stderr=subprocess.PIPE, text=True)
+                for line in prof.stderr:           # attached once it says so
+                    if "profiling" in line:
+                        break
+            w.stdin.write("go\n")
+            w.stdin.flush()
+            secs = float(w.stdout.readline())
+        finally:
+            if prof:
+                prof.terminate()
+                prof.communicate()
+            w.kill()
+            w.wait()
+        if not prof:
+            return secs, 0
+        stats = json.load(open(st.name))    # written when the profiler ended
+        return secs, stats["bpf_runs"] * stats["bpf_ns_per_run"]
 
 
 def slowdown(py, script, hz, rounds):
