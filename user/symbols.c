@@ -387,6 +387,10 @@ void symbols_frame(const struct code_info *ci, const struct tb_frame *f,
 	line = ci->lt.n ? linetable_line(&ci->lt, f->instr) : -1;
 	out->hidden = ci->hidden;
 	out->name = ci->qualname;
+	/* An empty name (CodeType.replace(co_qualname=""), or memory scribbled
+	 * over): a label must still start with a name to be read back. */
+	if (!out->name[0])
+		out->name = "<no name>";
 	out->file = full_paths ? ci->filename :
 		symbols_short_path(ci->filename, t->cwd, t->cwd_len);
 	if (!out->file[0])

@@ -71,6 +71,16 @@ static void test_label_unicode(void **state)
 	assert_string_equal(out, "Café.naïve.<locals>.λ_worker (fïlé_测试.py:7)");
 }
 
+static void test_label_empty(void **state)
+{
+	char out[256];
+
+	(void)state;
+	set_cwd("/srv/");
+	label("", "", 3, -1, 0, out, sizeof(out));
+	assert_string_equal(out, "<no name> (<no file>:3)");
+}
+
 static void test_label_unknown(void **state)
 {
 	struct code_info ci = { 0 };
@@ -167,6 +177,7 @@ int main(void)
 		cmocka_unit_test(test_label_basic),
 		cmocka_unit_test(test_label_escaping),
 		cmocka_unit_test(test_label_unicode),
+		cmocka_unit_test(test_label_empty),
 		cmocka_unit_test(test_label_unknown),
 		cmocka_unit_test(test_label_truncates),
 		cmocka_unit_test(test_short_paths),
