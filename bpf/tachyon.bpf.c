@@ -263,6 +263,7 @@ struct find_ctx {
 	__u64 ts;
 	__u64 found;
 	__u32 tid;
+	int want;		/* 1: the one tid runs, 2: any of tid's (ts_owner) */
 	int err;
 };
 
@@ -361,12 +362,31 @@ static __always_inline __u64 mix(__u64 h, __u64 v)
 	return h ^ (h >> 29);
 }
 
+/*
+ * Of the thread state whose bytes are in s->buf: 0 if it is not tid's,
+ * 1 if it is tid's and the one tid runs (or the version cannot tell), 2 if
+ * it is tid's but detached. A thread has one thread state per interpreter
+ * it has entered; the one it runs has _status.active set (as has no other
+ * of the same thread), and so has a thread that released the GIL none.
+ */
+static __always_inline int ts_owner(struct scratch *s, __u32 tid)
+{
+	struct tb_walk *L = &s->walk;
+
+	if (get_u64(s, L->ts_native_tid) != tid)
+		return 0;
+	if (L->ts_status == TB_NO_OFFSET || (get_u32(s, L->ts_status) & TB_TS_ACTIVE))
+		return 1;
+	return 2;
+}
+
 /* One step of the thread list: does this PyThreadState belong to tid? */
 static long find_step(__u32 i, void *arg)
 {
 	struct find_ctx *f = arg;
 	struct scratch *s = f->s;
 	struct tb_walk *L = &s->walk;
+	int m;
 
 	if (!f->ts)
 		return 1;
@@ -374,7 +394,8 @@ static long find_step(__u32 i, void *arg)
 		f->err = 1;
 		return 1;
 	}
-	if (get_u64(s, L->ts_native_tid) == f->tid) {
+	m = ts_owner(s, f->tid);
+	if (m && m <= f->want) {
 		f->found = f->ts;
 		return 1;
 	}
@@ -382,12 +403,18 @@ static long find_step(__u32 i, void *arg)
 	return 0;
 }
 
-/*
- * Find tid's PyThreadState: the cached one if it still names this thread,
- * else a walk of every interpreter's thread list. The thread-local "current
- * tstate" is not used: it is NULL whenever a thread has released the GIL.
- * On success the tstate's first ts_read bytes are left in s->buf.
- */
+/* Has the process more than one interpreter? (Two reads, on a detached
+ * thread state only: one interpreter means one thread state per thread.) */
+static __always_inline int several_interps(struct tb_walk *L)
+{
+	__u64 head = 0, next = 0;
+
+	if (bpf_probe_read_user(&head, sizeof(head), (void *)(L->runtime_addr + L->rt_interp_head)) ||
+	    !head || bpf_probe_read_user(&next, sizeof(next), (void *)(head + L->interp_next)))
+		return 0;
+	return next != 0;
+}
+
 /* The thread id as the target's own namespace sees it (native_thread_id). */
 static __always_inline __u32 ns_tid(struct tb_walk *L, __u32 tid)
 {
@@ -400,46 +427,98 @@ static __always_inline __u32 ns_tid(struct tb_walk *L, __u32 tid)
 	return ns.pid;
 }
 
-static __always_inline __u64 find_tstate(struct scratch *s, __u64 *cnt, __u64 id)
+/* The cached thread state of tid, read into s->buf, as ts_owner() says. */
+static __always_inline int ts_cached(struct scratch *s, __u64 id, __u32 gtid, __u32 tid,
+				     __u64 *ts)
 {
-	__u32 gtid = (__u32)id, tid = ns_tid(&s->walk, gtid);	/* cache key, compare key */
 	struct tb_walk *L = &s->walk;
-	struct find_ctx f = { .s = s, .tid = tid };
-	__u64 *cached, interp = 0;
+	__u64 *cached;
+	int m;
+
+	*ts = s->last_id == id ? s->last_tstate : 0;
+	if (*ts && !read_into(s, L->ts_read, *ts) && (m = ts_owner(s, tid)))
+		return m;
+	cached = bpf_map_lookup_elem(&tstates, &gtid);
+	*ts = cached ? *cached : 0;
+	if (*ts && !read_into(s, L->ts_read, *ts))
+		return ts_owner(s, tid);
+	return 0;
+}
+
+/*
+ * Find tid's PyThreadState: the cached one if it still names this thread
+ * and is the one it runs (or the process has one interpreter), else a walk
+ * of every interpreter's thread list, newest interpreter first, for the
+ * one it runs. The thread-local "current tstate" is not used: it is NULL
+ * whenever a thread has released the GIL. On success the tstate's first
+ * ts_read bytes are left in s->buf and the tstate in s->last_tstate.
+ * Returns 0 (none), 1 (from the caches) or 2 (after a search). Global: the
+ * verifier checks it once, not once per path of each program using it.
+ */
+#define TS_CACHED	1
+#define TS_SEARCHED	2
+
+/*
+ * Every interpreter's thread list, newest interpreter first, for a thread
+ * state of tid that ts_owner() rates `want` or better. Returns it, or 0.
+ * Global, checked once.
+ */
+__noinline __u64 search_tstate(struct scratch *s, __u32 tid, int want)
+{
+	struct find_ctx f = { .s = s, .tid = tid, .want = want };
+	struct tb_walk *L;
+	__u64 interp = 0;
 	int i;
 
-	if (s->last_id == id && s->last_tstate && !read_into(s, L->ts_read, s->last_tstate) &&
-	    get_u64(s, L->ts_native_tid) == tid)
-		return s->last_tstate;
-	cached = bpf_map_lookup_elem(&tstates, &gtid);
-	if (cached && !read_into(s, L->ts_read, *cached) &&
-	    get_u64(s, L->ts_native_tid) == tid) {
-		s->last_id = id;
-		s->last_tstate = *cached;
-		return *cached;
-	}
-
-	count(cnt, TB_C_TSTATE_MISS);
+	if (!s)
+		return 0;
+	L = &s->walk;
 	if (bpf_probe_read_user(&interp, sizeof(interp),
 				(void *)(L->runtime_addr + L->rt_interp_head)))
 		return 0;
-	for (i = 0; i < TB_MAX_INTERPS && interp && !f.found; i++) {
+	for (i = 0; i < TB_MAX_INTERPS && interp; i++) {
 		if (bpf_probe_read_user(&f.ts, sizeof(f.ts),
 					(void *)(interp + L->interp_threads_head)))
 			break;
 		bpf_loop(TB_MAX_THREADS, find_step, &f, 0);
 		if (f.found)
-			break;
+			return f.found;
 		if (bpf_probe_read_user(&interp, sizeof(interp),
 					(void *)(interp + L->interp_next)))
 			break;
 	}
-	if (!f.found)
+	return 0;
+}
+
+__noinline int find_tstate(struct scratch *s, __u64 id)
+{
+	__u32 gtid = (__u32)id, tid;	/* cache key, compare key */
+	struct tb_walk *L;
+	__u64 ts, found;
+	int m;
+
+	if (!s)
 		return 0;
-	bpf_map_update_elem(&tstates, &gtid, &f.found, BPF_ANY);
+	L = &s->walk;
+	tid = ns_tid(L, gtid);
+	m = ts_cached(s, id, gtid, tid, &ts);
+	/* A detached one is still the right one unless the thread may have
+	 * entered another interpreter since. */
+	if (m == 1 || (m == 2 && !several_interps(L))) {
+		s->last_id = id;
+		s->last_tstate = ts;
+		return TS_CACHED;
+	}
+	/* The one it runs; if none, the one already cached, else any. */
+	found = search_tstate(s, tid, 1);
+	if (!found)
+		found = m == 2 ? ts : search_tstate(s, tid, 2);
+	if (!found || read_into(s, L->ts_read, found))
+		return 0;
+	bpf_map_update_elem(&tstates, &gtid, &found, BPF_ANY);
 	s->last_id = id;
-	s->last_tstate = f.found;
-	return f.found;
+	s->last_tstate = found;
+	return TS_SEARCHED;
 }
 
 /*
@@ -781,10 +860,14 @@ static __always_inline int walk_current(struct walk_ctx *c, __u32 pid, __u32 tid
 {
 	struct scratch *s = c->s;
 	struct tb_walk *L = &s->walk;
+	int ret;
 
-	c->tstate = find_tstate(s, c->cnt, (__u64)pid << 32 | tid);
-	if (!c->tstate)
+	ret = find_tstate(s, (__u64)pid << 32 | tid);
+	if (ret != TS_CACHED)
+		count(c->cnt, TB_C_TSTATE_MISS);
+	if (!ret)
 		return TB_C_NO_TSTATE;
+	c->tstate = s->last_tstate;
 	c->interp = get_u64(s, L->ts_interp);
 	if (L->ts_exc != TB_NO_OFFSET && get_u64(s, L->ts_exc))
 		c->flags |= TB_SF_EXC;

@@ -26,6 +26,9 @@
 #define TB_MAX_PROCS		8192
 /* "No such field" in struct tb_walk. */
 #define TB_NO_OFFSET		0xffff
+/* _status.active: bit 4 after initialized, bound, unbound, bound_gilstate
+ * (3.12 and 3.13 checked with gdb; 3.14/3.15 keep those fields). */
+#define TB_TS_ACTIVE		(1U << 4)
 /* owner_stop value meaning "no sentinel frame". */
 #define TB_NO_OWNER		0xff
 
@@ -81,6 +84,11 @@ struct tb_walk {
 	 * line, all a frame whose instruction pointer lies in its code needs. */
 	__u16 co_fp_lo;
 	__u16 co_fp_read;
+	/* PyThreadState -> _status (3.12+), whose TB_TS_ACTIVE bit is set
+	 * while the thread state is the one its thread runs; TB_NO_OFFSET if
+	 * the version has none (3.11). */
+	__u16 ts_status;
+	__u16 pad;
 	/* Set by userspace, new for every process image it adds (a fork's
 	 * copy keeps it, with its own pid): what the walk remembers of one
 	 * image is never used in another. */

@@ -31,7 +31,7 @@ struct dbg_pos {
 	uint16_t is_size, is_next, is_threads_head, is_code_gen;
 	uint16_t is_gc, is_ceval_gil, is_gil_state, is_gil_locked, is_gil_holder;
 	uint16_t gc_collecting, ts_exc;
-	uint16_t ts_size, ts_next, ts_interp, ts_frame, ts_native_tid;
+	uint16_t ts_size, ts_next, ts_interp, ts_frame, ts_native_tid, ts_status;
 	uint16_t fr_size, fr_previous, fr_code, fr_instr, fr_owner;
 	uint16_t co_size, co_filename, co_name, co_qualname, co_linetable,
 		 co_firstlineno, co_adaptive;
@@ -48,6 +48,7 @@ static const struct dbg_pos dbg_positions[] = {
 		.is_gc = 80, .is_ceval_gil = 112, .is_gil_state = 120, .is_gil_locked = 136,
 		.is_gil_holder = 144, .gc_collecting = 576, .ts_exc = NO,
 		.ts_size = 152, .ts_next = 168, .ts_interp = 176, .ts_frame = 184, .ts_native_tid = 200,
+		.ts_status = 216,
 		.fr_size = 224, .fr_previous = 232, .fr_code = 240, .fr_instr = 248,
 		.fr_owner = 264,
 		.co_size = 272, .co_filename = 280, .co_name = 288, .co_qualname = 296,
@@ -63,6 +64,7 @@ static const struct dbg_pos dbg_positions[] = {
 		.is_gc = 88, .is_ceval_gil = 120, .is_gil_state = 128, .is_gil_locked = 144,
 		.is_gil_holder = 152, .gc_collecting = 656, .ts_exc = NO,
 		.ts_size = 176, .ts_next = 192, .ts_interp = 200, .ts_frame = 208, .ts_native_tid = 224,
+		.ts_status = 240,
 		.fr_size = 248, .fr_previous = 256, .fr_code = 264, .fr_instr = 272,
 		.fr_owner = 288,
 		.co_size = 312, .co_filename = 320, .co_name = 328, .co_qualname = 336,
@@ -78,6 +80,7 @@ static const struct dbg_pos dbg_positions[] = {
 		.is_gc = 88, .is_ceval_gil = 120, .is_gil_state = 128, .is_gil_locked = 144,
 		.is_gil_holder = 152, .gc_collecting = 760, .ts_exc = 288,
 		.ts_size = 176, .ts_next = 192, .ts_interp = 200, .ts_frame = 208, .ts_native_tid = 248,
+		.ts_status = 264,
 		.fr_size = 312, .fr_previous = 320, .fr_code = 328, .fr_instr = 336,
 		.fr_owner = 352,
 		.co_size = 376, .co_filename = 384, .co_name = 392, .co_qualname = 400,
@@ -122,6 +125,7 @@ static const struct py_layout builtin[] = {
 			.exec_mask = ~0ULL,
 			.rt_interp_head = 40, .interp_next = 0, .interp_threads_head = 16,
 			.ts_next = 8, .ts_interp = 16, .ts_native_tid = 160,
+			.ts_status = NO,	/* 3.11 has no _status */
 			.ts_frame = 56, .cframe_frame = 8,	/* tstate->cframe->current_frame */
 			.cframe_prev = 16,
 			.fr_previous = 48, .fr_code = 32, .fr_instr = 56, .fr_owner = 69,
@@ -150,6 +154,7 @@ static const struct py_layout builtin[] = {
 			.exec_mask = ~0ULL,
 			.rt_interp_head = 40, .interp_next = 0, .interp_threads_head = 72,
 			.ts_next = 8, .ts_interp = 16, .ts_native_tid = 144,
+			.ts_status = 24,
 			.ts_frame = 56, .cframe_frame = 0, .cframe_prev = 8,
 			.fr_previous = 8, .fr_code = 0, .fr_instr = 56, .fr_owner = 70,
 			.co_type = 8, .co_adaptive = 192,
@@ -192,12 +197,15 @@ static int finish(struct py_layout *l)
 		  max16(max16(w->fr_previous, w->fr_code), max16(w->fr_instr, w->fr_owner))) >
 	    TB_READ_MAX ||
 	    max16(max16(w->co_type, w->co_fp), w->co_fp2 == NO ? 0 : w->co_fp2) > TB_READ_MAX ||
-	    (w->ts_exc != NO && w->ts_exc > TB_READ_MAX))
+	    (w->ts_exc != NO && w->ts_exc > TB_READ_MAX) ||
+	    (w->ts_status != NO && w->ts_status > TB_READ_MAX))
 		return LAYOUT_INCONSISTENT;
 	w->ts_read = max16(max16(w->ts_native_tid, w->ts_interp),
 			   max16(w->ts_next, w->ts_frame)) + 8;
 	if (w->ts_exc != NO)
 		w->ts_read = max16(w->ts_read, w->ts_exc + 8);
+	if (w->ts_status != NO)
+		w->ts_read = max16(w->ts_read, w->ts_status + 4);
 	w->fr_read = max16(max16(w->fr_previous, w->fr_code), w->fr_instr) + 8;
 	w->fr_read = max16(w->fr_read, w->fr_owner + 1);
 	if (w->fr_entry != NO)
@@ -322,6 +330,7 @@ static int parse_debug(const uint8_t *b, const struct dbg_pos *p,
 	bad |= field(b, p->ts_frame, ts, 8, &w->ts_frame);
 	bad |= field(b, p->ts_native_tid, ts, 8, &w->ts_native_tid);
 	bad |= field(b, p->ts_interp, ts, 8, &w->ts_interp);
+	bad |= field(b, p->ts_status, ts, 4, &w->ts_status);
 	bad |= field(b, p->fr_previous, fr, 8, &w->fr_previous);
 	bad |= field(b, p->fr_code, fr, 8, &w->fr_code);
 	bad |= field(b, p->fr_instr, fr, 8, &w->fr_instr);

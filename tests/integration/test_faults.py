@@ -376,6 +376,25 @@ def _chain_errors(stacks, depth):
     return n, full, bad
 
 
+def _profile_chain(python, workload, every, what):
+    """Profile a 40-deep chain.py (or a wrapper of it) for 2 s: sound, and
+    every chain frame the right function, file and line. Returns (callers'
+    fingerprints taken from the memo, those read)."""
+    w = start_workload(python, workload, 40, every, 30)
+    try:
+        res = run_profiler(w.pid, ["-F", 999, "-d", 2, "--full-filenames"],
+                           timeout=30, stats=True)
+    finally:
+        w.stop()
+    st = _sound(res, what)
+    n, full, bad = _chain_errors(res.stacks(), 40)
+    check(n >= 500, "%s: only %d samples of the chain [top: %s]"
+          % (what, n, fmt_stacks(res.stacks(), 3)))
+    check(not bad, "%s: %d stacks with a wrong frame: %s" % (what, len(bad), bad[:4]))
+    check(full >= 0.95 * n, "%s: %d of %d chain samples complete" % (what, full, n))
+    return st["bpf_code_memo"], st["bpf_frames"] - st["bpf_code_memo"]
+
+
 @timeout(90)
 def test_fingerprint_memo(python):
     """A caller's fingerprint comes from the previous walk only while the
@@ -387,20 +406,8 @@ def test_fingerprint_memo(python):
     ver = python.version()
     has_counter = ver in ("3.12", "3.13") and "/" not in python.spec
     for every in (0, 5):
-        w = start_workload(python, "chain.py", 40, every, 30)
-        try:
-            res = run_profiler(w.pid, ["-F", 999, "-d", 2, "--full-filenames"],
-                               timeout=30, stats=True)
-        finally:
-            w.stop()
         what = "fingerprint memo (compile every %d ms)" % every
-        st = _sound(res, what)
-        n, full, bad = _chain_errors(res.stacks(), 40)
-        check(n >= 500, "%s: only %d samples of the chain [top: %s]"
-              % (what, n, fmt_stacks(res.stacks(), 3)))
-        check(not bad, "%s: %d stacks with a wrong frame: %s" % (what, len(bad), bad[:4]))
-        check(full >= 0.95 * n, "%s: %d of %d chain samples complete" % (what, full, n))
-        memo, reads = st["bpf_code_memo"], st["bpf_frames"] - st["bpf_code_memo"]
+        memo, reads = _profile_chain(python, "chain.py", every, what)
         if not has_counter:
             check(memo == 0, "%s: Python %s has no code counter, yet %d fingerprints "
                   "came from the memo" % (what, ver, memo))
@@ -420,26 +427,43 @@ def test_subinterpreter_chain(python):
     3.13's belongs to the main interpreter, so a subinterpreter's thread
     reads every code object (never from the memo); 3.11 has none."""
     ver = python.version()
-    w = start_workload(python, "subinterp.py", 40, 0, 30)
-    try:
-        res = run_profiler(w.pid, ["-F", 999, "-d", 2, "--full-filenames"],
-                           timeout=30, stats=True)
-    finally:
-        w.stop()
     what = "chain in a subinterpreter"
-    st = _sound(res, what)
-    n, full, bad = _chain_errors(res.stacks(), 40)
-    check(n >= 500, "%s: only %d samples of the chain [top: %s]"
-          % (what, n, fmt_stacks(res.stacks(), 3)))
-    check(not bad, "%s: %d stacks with a wrong frame: %s" % (what, len(bad), bad[:4]))
-    check(full >= 0.95 * n, "%s: %d of %d chain samples complete" % (what, full, n))
-    memo, reads = st["bpf_code_memo"], st["bpf_frames"] - st["bpf_code_memo"]
+    memo, reads = _profile_chain(python, "subinterp.py", 0, what)
     if ver == "3.12":
         check(memo >= 0.8 * (memo + reads), "%s: only %d of %d fingerprints from the memo "
               "(3.12 counts code objects process-wide)" % (what, memo, memo + reads))
     else:
         check(memo == 0, "%s: %d fingerprints came from the memo on Python %s, whose "
               "counter does not speak for a subinterpreter" % (what, memo, ver))
+
+
+@timeout(90)
+def test_thread_switches_interpreter(python):
+    """One thread spins in the main interpreter while the profiler starts
+    (its thread state there is found and cached), then enters a
+    subinterpreter it creates and runs the chain there. From 3.12 on the
+    walk follows it (the cached thread state is detached, the one it runs
+    is found): the chain is sampled, every frame right. 3.11 cannot tell
+    which of a thread's states it runs; its samples stay sound."""
+    ver = python.version()
+    w = start_workload(python, "subinterp.py", "--switch", 3, 40, 0, 30)
+    try:
+        res = run_profiler(w.pid, ["-F", 999, "-d", 6, "--full-filenames"],
+                           timeout=30, stats=True)
+    finally:
+        w.stop()
+    what = "thread moving into a subinterpreter"
+    _sound(res, what)
+    stacks = res.stacks()
+    n, full, bad = _chain_errors(stacks, 40)
+    check(not bad, "%s: %d stacks with a wrong frame: %s" % (what, len(bad), bad[:4]))
+    check("spin_main" in _names(stacks), "%s: the main-interpreter phase was never sampled "
+          "[top: %s]" % (what, fmt_stacks(stacks, 3)))
+    if ver == "3.11":
+        return
+    check(n >= 0.25 * total(stacks), "%s: only %d of %d samples in the subinterpreter's "
+          "chain [top: %s]" % (what, n, total(stacks), fmt_stacks(stacks, 3)))
+    check(full >= 0.95 * n, "%s: %d of %d chain samples complete" % (what, full, n))
 
 
 # --------------------------------------------------------------------------

@@ -1025,7 +1025,7 @@ static void make_thread(struct thread *t, uint64_t next)
 	put64(t->ts, o->next, next);
 	put64(t->ts, o->interp, A(interp));
 	put64(t->ts, o->datastack_chunk, A(t->chunk));
-	put32(t->ts, o->status, 0x7);	/* initialized, bound, active */
+	put32(t->ts, o->status, 0x13);	/* initialized, bound, active (bit 4) */
 	if (next)
 		put64((void *)(uintptr_t)next, o->prev, A(t->ts));
 	make_base_frame(t);

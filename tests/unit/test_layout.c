@@ -37,6 +37,7 @@ static void test_real_313(void **state)
 	assert_int_equal(l.walk.ts_next, 8);
 	assert_int_equal(l.walk.ts_frame, 72);
 	assert_int_equal(l.walk.ts_native_tid, 160);
+	assert_int_equal(l.walk.ts_status, 32);		/* _status, after eval_breaker */
 	assert_int_equal(l.walk.cframe_frame, TB_NO_OFFSET);
 	assert_int_equal(l.walk.fr_previous, 8);
 	assert_int_equal(l.walk.fr_code, 0);
@@ -156,6 +157,7 @@ static void test_builtin_tables(void **state)
 	assert_int_equal(l.walk.owner_max, 2);
 	assert_int_equal(l.walk.fr_code, 32);
 	assert_int_equal(l.walk.co_fp2, 136);
+	assert_int_equal(l.walk.ts_status, TB_NO_OFFSET);	/* 3.11 has none */
 	assert_int_equal(l.str.compact_size, 72);
 	assert_int_equal(layout_from_version(0x030c01f0, 0, &l), LAYOUT_OK);
 	assert_int_equal(l.walk.owner_skip, 3);
@@ -163,6 +165,7 @@ static void test_builtin_tables(void **state)
 	assert_int_equal(l.walk.cframe_frame, 0);
 	assert_int_equal(l.walk.cframe_prev, 8);
 	assert_int_equal(l.walk.ts_native_tid, 144);
+	assert_int_equal(l.walk.ts_status, 24);		/* gdb ptype /o on 3.12.1 */
 	assert_int_equal(layout_from_version(0x030a0df0, 0, &l), LAYOUT_UNSUPPORTED);
 	assert_int_equal(layout_from_version(0x030c00a1, 0, &l), LAYOUT_PRERELEASE);
 	assert_int_equal(layout_from_version(0x020700f0, 0, &l), LAYOUT_UNSUPPORTED);
