@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -700,4 +701,13 @@ int cli_parse(int argc, char **argv, struct options *o)
 		o->writer = writer_default();
 	tb_verbose = o->verbose;
 	return -1;
+}
+
+const char *cli_rate_text(const struct options *o, char *buf, size_t len)
+{
+	if (o->period)
+		snprintf(buf, len, "-c %" PRIu64, o->period);
+	else
+		snprintf(buf, len, "-F %" PRIu64, o->freq);
+	return buf;
 }

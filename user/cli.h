@@ -56,6 +56,8 @@ int cli_parse(int argc, char **argv, struct options *o);
 /* -1 (after one message) if the rate could starve the machine; run after
  * the event is final (a hardware event may have fallen back to cpu-clock). */
 int cli_check_rate(const struct options *o);
+/* "-F 99" or "-c 20000": how the rate was asked, for summaries. */
+const char *cli_rate_text(const struct options *o, char *buf, size_t len);
 /* The kernel's ceiling for -F (kernel.perf_event_max_sample_rate). */
 uint64_t cli_max_sample_rate(void);
 

@@ -290,15 +290,15 @@ static void draw_header(struct top *t)
 {
 	const struct options *o = t->s->opt;
 	static const char *const modes[] = { "cpu", "wall", "gil" };
-	char who[160];
+	char who[160], rate[32];
 
 	line(0, A_BOLD, "tachyon-bpf top - %s", targets_text(t->s, who, sizeof(who)));
 	if (!t->refreshes)
 		line(1, A_NORMAL, "waiting for the first second of samples...");
 	else
 		line(1, A_NORMAL, "Samples: %" PRIu64 " in the last %.1f s, %" PRIu64
-		     " in all; %s mode, %s, -F %" PRIu64, t->wtotal, t->wsecs, t->total,
-		     modes[o->mode % 3], o->event->name, o->freq);
+		     " in all; %s mode, %s, %s", t->wtotal, t->wsecs, t->total,
+		     modes[o->mode % 3], o->event->name, cli_rate_text(o, rate, sizeof(rate)));
 	line(2, A_NORMAL, "Sort: %s   keys: s t 1-4 sort, p pause, q quit%s",
 	     sort_names[t->sort], t->paused ? "   [PAUSED]" : "");
 	line(3, A_NORMAL, "%s", "");

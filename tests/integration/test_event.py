@@ -1,4 +1,5 @@
-"""-e: a hardware event this VM lacks falls back to cpu-clock with a warning."""
+"""-e: a hardware event this VM lacks falls back to cpu-clock with a warning;
+a software event (page-faults) drives sampling with -c."""
 from common import check, fmt_stacks, run_profiler, start_workload, timeout, total
 
 
@@ -17,3 +18,23 @@ def test_event_cycles_fallback(python):
     st = res.stats()
     check(st.get("event") == "cpu-clock", "stats event %r, expected the fallback 'cpu-clock'"
           % st.get("event"))
+
+
+@timeout(40)
+def test_page_faults_event(python):
+    """-e page-faults -c 1: a sample per page fault, taken in the faulting
+    thread, with the stack that faulted (faults.py: touch under a 20-deep
+    chain). The summary says how the rate was asked (-c 1, not -F)."""
+    w = start_workload(python, "faults.py", 20, 30)
+    res = run_profiler(w.pid, ["-e", "page-faults", "-c", 1, "-d", 2], timeout=30,
+                       stats=True).expect_ok()
+    st = res.stats()
+    check(st.get("event") == "page-faults", "stats event %r" % st.get("event"))
+    check(any("page-faults, -c 1)" in l for l in res.err_lines()),
+          "the summary line does not say 'page-faults, -c 1' %s" % res.where())
+    stacks = res.stacks()
+    n = total(stacks)
+    check(n >= 5000, "only %d samples in 2 s of page faults at -c 1 %s" % (n, res.where()))
+    deep = sum(s.count for s in stacks if s.leaf.name == "touch" and "f20" in s.names)
+    check(deep >= 0.9 * n, "only %d of %d samples fault in touch under f20 [top: %s]"
+          % (deep, n, fmt_stacks(stacks, 4)))
