@@ -11,6 +11,9 @@
  * read per page of frame stack, one read per distinct code object in a row
  * and one hash map increment.
  *
+ * on_tick (the scheduler tick's hrtimer, -e tick): the same, on every Nth
+ * tick of each CPU, instead of a perf event of our own.
+ *
  * on_switch (tp_btf/sched_switch, wall mode): capture a profiled thread's
  * stack when it leaves the CPU and credit the time it was away, in sample
  * periods, when it comes back.
@@ -43,6 +46,8 @@ const volatile __u64 period_ns = 10101010;	/* 1e9 / -F */
 const volatile __u8 kernel_stacks = 0;
 const volatile __u8 read_status = 1;		/* read GIL and GC state per sample */
 const volatile __u8 report_all_exec = 0;	/* --all-python: every exec matters */
+const volatile __u32 tick_every = 1;		/* -e tick: sample every Nth tick per CPU */
+const volatile __u64 tick_handler = 0;		/* -e tick: the tick hrtimer's function */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -1028,8 +1033,12 @@ static __always_inline struct scratch *begin(struct walk_ctx *c, struct tb_walk 
  */
 #define TIME_EVERY 16
 
-SEC("perf_event")
-int on_sample(struct bpf_perf_event_data *ctx)
+/*
+ * One sample of the current thread, from either driver: a perf event
+ * (on_sample) or the scheduler tick (on_tick). ctx is the driver's context,
+ * only used for the kernel stack.
+ */
+static __always_inline int sample_current(void *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid(), t0 = 0;
 	__u32 pid = id >> 32, tid = (__u32)id;
@@ -1075,6 +1084,47 @@ out:
 	if (t0)
 		c.cnt[TB_C_BPF_NS] += (bpf_ktime_get_ns() - t0) * TIME_EVERY;
 	return 0;
+}
+
+SEC("perf_event")
+int on_sample(struct bpf_perf_event_data *ctx)
+{
+	return sample_current(ctx);
+}
+
+/*
+ * Tick sampling (-e tick): the scheduler tick already interrupts every busy
+ * CPU HZ times a second, in the context of the task it interrupts, so a
+ * sample taken there costs the walk and nothing else: no timer of ours, no
+ * interrupt of a CPU that runs no profiled thread (idle CPUs do not tick
+ * under NO_HZ). Every tick_every-th tick of each CPU is a sample, whoever
+ * it interrupts: a clock of HZ / tick_every per CPU. The tick is an
+ * hrtimer whose handler userspace finds in /proc/kallsyms (tick_handler);
+ * sched_tick itself cannot be traced (the scheduler is built without ftrace
+ * hooks), the hrtimer tracepoint fires in the tick's interrupt, with the
+ * interrupted task as current.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} ticks SEC(".maps");
+
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(on_tick, struct hrtimer *timer)
+{
+	__u32 zero = 0, *n;
+
+	if ((__u64)BPF_CORE_READ(timer, function) != tick_handler)
+		return 0;
+	n = bpf_map_lookup_elem(&ticks, &zero);
+	if (!n)
+		return 0;
+	if (++*n < tick_every)
+		return 0;
+	*n = 0;
+	return sample_current(ctx);
 }
 
 /* Wall mode, prev leaving the CPU: remember its stack. */
@@ -1169,6 +1219,37 @@ static __always_inline void proc_event(__u32 event, __u32 pid, __u32 ppid, __u32
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 }
 
+/*
+ * Per-task perf events are opened on each thread and inherited by the
+ * threads it starts later. A thread started while userspace is opening them
+ * (task_setup) may have inherited one or not, depending on whether its
+ * creator had its event yet: the fork tracepoint comes after the
+ * inheritance, so it records whether the new thread has a perf context,
+ * and userspace opens an event only for those that have none.
+ */
+volatile __u8 task_setup;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);	/* tid */
+	__type(value, __u8);	/* 1: it inherited perf events */
+} newthreads SEC(".maps");
+
+/* Before 6.2 a task had one perf context per kind (hardware, software). */
+struct task_struct___pre62 {
+	struct perf_event_context *perf_event_ctxp[2];
+} __attribute__((preserve_access_index));
+
+static __always_inline __u8 has_perf_context(struct task_struct *t)
+{
+	struct task_struct___pre62 *old = (void *)t;
+
+	if (bpf_core_field_size(t->perf_event_ctxp) == sizeof(void *))
+		return !!BPF_CORE_READ(t, perf_event_ctxp);
+	return BPF_CORE_READ(old, perf_event_ctxp[0]) || BPF_CORE_READ(old, perf_event_ctxp[1]);
+}
+
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
@@ -1176,8 +1257,15 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	struct tb_walk *L;
 	__u8 *follow;
 
-	if (pid == ppid)
-		return 0;	/* a new thread, not a new process */
+	if (pid == ppid) {	/* a new thread, not a new process */
+		if (task_setup) {
+			__u32 tid = BPF_CORE_READ(child, pid);
+			__u8 inherited = has_perf_context(child);
+
+			bpf_map_update_elem(&newthreads, &tid, &inherited, BPF_ANY);
+		}
+		return 0;
+	}
 	follow = bpf_map_lookup_elem(&watch, &ppid);
 	if (!follow || !*follow)
 		return 0;

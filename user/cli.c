@@ -25,6 +25,7 @@ enum {
 	OPT_KERNEL,
 	OPT_NO_FALLBACK,
 	OPT_UNSAFE_RATE,
+	OPT_PER_CPU,
 	OPT_ALL_PYTHON,
 	OPT_SUBPROCESSES,
 	OPT_PIDS,
@@ -65,10 +66,14 @@ static const char usage_text[] =
 "  -c, --period N           one sample every N events instead of -F (cpu-clock\n"
 "                           and task-clock: nanoseconds)\n"
 "      --unsafe-rate        allow timer sampling above %d Hz per CPU\n"
-"  -e, --event EVENT        perf event that drives sampling (default cpu-clock;\n"
-"                           '-e help' lists the events and what this machine\n"
-"                           supports). A hardware event this machine lacks\n"
-"                           falls back to cpu-clock with a warning\n"
+"  -e, --event EVENT        what drives sampling: 'tick' (the scheduler tick,\n"
+"                           every Nth; default for -F up to the kernel's HZ),\n"
+"                           cpu-clock (default above HZ) or another perf event;\n"
+"                           '-e help' lists them and what this machine supports.\n"
+"                           A hardware event this machine lacks falls back to\n"
+"                           cpu-clock with a warning\n"
+"      --per-cpu            perf events on every CPU even for -p and -- (by\n"
+"                           default they follow the targets' threads only)\n"
 "      --no-fallback        ... or is an error, with this option\n"
 "  -m, --mode MODE          cpu (default): on-CPU samples; wall: off-CPU time\n"
 "                           too, credited to where the thread blocked; gil:\n"
@@ -126,7 +131,7 @@ static const char top_usage[] =
 "  -F, --frequency HZ       samples per second per CPU (default 99)\n"
 "  -d, --duration SECONDS   quit after this long\n"
 "  -m, --mode MODE          cpu (default), wall or gil, as without top\n"
-"  -c, -e, --no-fallback, --unsafe-rate, --threads, --gc, --kernel, --pids,\n"
+"  -c, -e, --per-cpu, --no-fallback, --unsafe-rate, --threads, --gc, --kernel, --pids,\n"
 "  --full-filenames, --force-version, --stats FILE, --summary, -v: as without top\n"
 "\n"
 "Examples:\n"
@@ -181,6 +186,7 @@ static const struct option longopts[] = {
 	{ "stats", required_argument, NULL, OPT_STATS },
 	{ "force-version", no_argument, NULL, OPT_FORCE_VERSION },
 	{ "unsafe-rate", no_argument, NULL, OPT_UNSAFE_RATE },
+	{ "per-cpu", no_argument, NULL, OPT_PER_CPU },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ "summary", no_argument, NULL, OPT_SUMMARY },
 	{ "pyroscope", required_argument, NULL, OPT_PYROSCOPE },
@@ -341,7 +347,7 @@ static int parse_period(const char *arg, struct options *o)
  * PMU events (perf_cpu_time_max_percent): at 50 kHz per CPU this 2-vCPU VM
  * livelocked for minutes. Above TB_SAFE_CLOCK_HZ, only when insisted on.
  */
-int cli_check_rate(const struct options *o)
+static int cli_check_rate(const struct options *o)
 {
 	uint64_t hz;
 
@@ -359,6 +365,80 @@ int cli_check_rate(const struct options *o)
 		tb_error("-F %llu: above the safe timer rate of %d per CPU, where sampling interrupts can starve the machine (use -F %d or less, or --unsafe-rate)",
 			 (unsigned long long)hz, TB_SAFE_CLOCK_HZ, TB_SAFE_CLOCK_HZ);
 	return -1;
+}
+
+/*
+ * -e tick: every Nth tick, N from -c, else the N whose rate HZ/N is
+ * nearest -F (-F 99 at HZ 250: every 3rd tick, 83.3 Hz; the output says so).
+ */
+static int choose_tick(struct options *o)
+{
+	unsigned n;
+
+	o->kernel_hz = kernel_hz();
+	if (!tick_handler()) {
+		tb_error("-e tick: no tick hrtimer in /proc/kallsyms (tick_nohz_handler, tick_sched_timer: a kernel in periodic tick mode, or kallsyms hidden) (use -e cpu-clock)");
+		return TB_EXIT_RUNTIME;
+	}
+	if (o->kernel_hz <= 0) {
+		tb_error("-e tick: cannot tell the kernel's HZ (no /proc/config.gz, /boot/config-$(uname -r) or /proc/timer_list) (use -e cpu-clock)");
+		return TB_EXIT_RUNTIME;
+	}
+	if (o->period) {
+		n = o->period > 1000000 ? 1000000 : (unsigned)o->period;
+	} else if (o->freq > (uint64_t)o->kernel_hz) {
+		tb_error("-F %" PRIu64 ": above the kernel's tick rate, HZ %d (use -F %d or less with -e tick, or -e cpu-clock)",
+			 o->freq, o->kernel_hz, o->kernel_hz);
+		return TB_EXIT_USAGE;
+	} else {
+		n = (unsigned)(o->kernel_hz / o->freq);
+		/* n or n + 1, whichever rate is nearer -F by ratio */
+		if ((double)o->kernel_hz / n / o->freq > (double)o->freq * (n + 1) / o->kernel_hz)
+			n++;
+	}
+	o->tick_every = n;
+	o->rate_hz = (double)o->kernel_hz / n;
+	return -1;
+}
+
+/* Hardware events need a PMU; without one, cpu-clock is the honest substitute. */
+static int fall_back(struct options *o)
+{
+	if (!o->event->hardware || event_supported(o->event))
+		return -1;
+	if (o->no_fallback) {
+		tb_error("event %s: not supported by this machine (no hardware PMU, e.g. in a VM) (use -e cpu-clock, or drop --no-fallback)",
+			 o->event->name);
+		return TB_EXIT_RUNTIME;
+	}
+	tb_warn("event %s: not supported by this machine (no hardware PMU, e.g. in a VM); falling back to cpu-clock",
+		o->event->name);
+	o->event = event_default();
+	return -1;
+}
+
+/*
+ * The default event is the scheduler tick wherever it serves the rate
+ * asked (-F up to HZ, no -c): it adds no interrupt at all. Above HZ, or
+ * where the tick cannot be traced, cpu-clock.
+ */
+int cli_choose_event(struct options *o)
+{
+	int hz, ret;
+
+	if (!o->event_given && !o->period) {
+		hz = kernel_hz();
+		if (hz > 0 && o->freq <= (uint64_t)hz && tick_handler())
+			o->event = event_tick();
+	}
+	if (o->event->tick)
+		return choose_tick(o);
+	ret = fall_back(o);
+	if (ret >= 0)
+		return ret;
+	o->rate_hz = o->period && event_is_clock(o->event) ? 1e9 / (double)o->period :
+			(double)o->freq;
+	return cli_check_rate(o) ? TB_EXIT_USAGE : -1;
 }
 
 /* Pyroscope takes whole seconds in from/until: an interval below 1 s says nothing. */
@@ -437,6 +517,9 @@ static int parse_flag(int c, struct options *o)
 		return 0;
 	case OPT_UNSAFE_RATE:
 		o->unsafe_rate = 1;
+		return 0;
+	case OPT_PER_CPU:
+		o->per_cpu = 1;
 		return 0;
 	case 'a':
 		o->all_python = 1;
@@ -534,7 +617,7 @@ static const char *const command_names[] = {
 static const int top_opts[] = {
 	'p', 'a', 's', 'F', 'c', 'd', 'e', 'm', 'v', OPT_PIDS, OPT_FULL_FILENAMES,
 	OPT_FORCE_VERSION, OPT_THREADS, OPT_GC, OPT_KERNEL, OPT_NO_FALLBACK, OPT_UNSAFE_RATE,
-	OPT_SUMMARY,
+	OPT_PER_CPU, OPT_SUMMARY,
 	OPT_STATS, 0,
 };
 static const int dump_opts[] = {
@@ -705,7 +788,11 @@ int cli_parse(int argc, char **argv, struct options *o)
 
 const char *cli_rate_text(const struct options *o, char *buf, size_t len)
 {
-	if (o->period)
+	if (o->event->tick)
+		snprintf(buf, len, "every %u%s tick of HZ %d: %.6g Hz", o->tick_every,
+			 o->tick_every == 1 ? "st" : o->tick_every == 2 ? "nd" :
+			 o->tick_every == 3 ? "rd" : "th", o->kernel_hz, o->rate_hz);
+	else if (o->period)
 		snprintf(buf, len, "-c %" PRIu64, o->period);
 	else
 		snprintf(buf, len, "-F %" PRIu64, o->freq);

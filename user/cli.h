@@ -32,6 +32,11 @@ struct options {
 	int event_given;	/* -e named an event explicitly */
 	int no_fallback;	/* an event the machine lacks is an error */
 	int unsafe_rate;	/* --unsafe-rate: timer sampling above TB_SAFE_CLOCK_HZ */
+	/* Set once the event is final (cli_choose_event): */
+	double rate_hz;		/* samples per second per CPU as sampled (-F, or HZ / tick_every) */
+	unsigned tick_every;	/* -e tick: every Nth tick of each CPU */
+	int kernel_hz;		/* -e tick: the running kernel's CONFIG_HZ */
+	int per_cpu;		/* --per-cpu: per-CPU perf events even for -p and -- */
 	int mode;		/* enum tb_mode */
 	int threads;		/* a root frame per thread */
 	int gc_frames;		/* a <GC> leaf while the collector runs */
@@ -53,9 +58,12 @@ struct options {
 
 /* Fills o. Returns -1 to go on, else an exit code (0 after --help/--version). */
 int cli_parse(int argc, char **argv, struct options *o);
-/* -1 (after one message) if the rate could starve the machine; run after
- * the event is final (a hardware event may have fallen back to cpu-clock). */
-int cli_check_rate(const struct options *o);
+/*
+ * The event that drives sampling, once privileges are known good: the tick
+ * by default where it serves -F, hardware events fall back to cpu-clock.
+ * Sets rate_hz (and tick_every). Returns an exit code, or -1 to go on.
+ */
+int cli_choose_event(struct options *o);
 /* "-F 99" or "-c 20000": how the rate was asked, for summaries. */
 const char *cli_rate_text(const struct options *o, char *buf, size_t len);
 /* The kernel's ceiling for -F (kernel.perf_event_max_sample_rate). */

@@ -83,22 +83,6 @@ static int check_btf(void)
 	return -1;
 }
 
-/* Hardware events need a PMU; without one, cpu-clock is the honest substitute. */
-static int check_event(struct options *o)
-{
-	if (!o->event->hardware || event_supported(o->event))
-		return 0;
-	if (o->no_fallback) {
-		tb_error("event %s: not supported by this machine (no hardware PMU, e.g. in a VM) (use -e cpu-clock, or drop --no-fallback)",
-			 o->event->name);
-		return -1;
-	}
-	tb_warn("event %s: not supported by this machine (no hardware PMU, e.g. in a VM); falling back to cpu-clock",
-		o->event->name);
-	o->event = event_default();
-	return 0;
-}
-
 static FILE *open_output(const char *path)
 {
 	char why[128];
@@ -175,7 +159,7 @@ static int write_profile(struct session *s, FILE *out, const struct resolved *r)
 static int finish(struct session *s, FILE *out, struct hooks *h)
 {
 	struct resolved r = {
-		.event = s->opt->event->name, .freq = s->opt->freq,
+		.event = s->opt->event->name, .rate = s->opt->rate_hz,
 		.start_unix = s->st.start_unix, .duration_s = s->st.seconds,
 	};
 	int ret;
@@ -222,7 +206,7 @@ static int run(struct options *o, FILE *out)
 	if (!ret && top)
 		ret = top_begin(&tp);
 	if (!ret) {
-		tb_debug("profiling %u process(es) at %" PRIu64 " Hz with %s", s.ntargets, o->freq,
+		tb_debug("profiling %u process(es) at %.6g Hz with %s", s.ntargets, o->rate_hz,
 			 o->event->name);
 		session_run(&s);
 		if (top)
@@ -251,10 +235,9 @@ int main(int argc, char **argv)
 		return dump_main(&o);
 	if (check_privileges() || check_btf())
 		return TB_EXIT_RUNTIME;
-	if (check_event(&o))
-		return TB_EXIT_RUNTIME;
-	if (cli_check_rate(&o))
-		return TB_EXIT_USAGE;
+	ret = cli_choose_event(&o);
+	if (ret >= 0)
+		return ret;
 	if (o.command != CMD_TOP) {
 		out = open_output(o.output);
 		if (!out)

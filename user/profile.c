@@ -254,7 +254,7 @@ int resolved_copy(const struct resolved *src, struct resolved *dst)
 	uint32_t j;
 
 	dst->event = src->event;
-	dst->freq = src->freq;
+	dst->rate = src->rate;
 	dst->start_unix = src->start_unix;
 	dst->duration_s = src->duration_s;
 	if (resolved_init(dst) || copy_frames(src, dst))

@@ -70,7 +70,7 @@ struct resolved {
 	uint64_t total;		/* sum of counts */
 	/* what the counts mean */
 	const char *event;	/* "cpu-clock" */
-	uint64_t freq;		/* -F, samples per second per CPU */
+	double rate;		/* samples per second per CPU, as sampled (-F, or HZ/N ticks) */
 	double start_unix;	/* wall-clock start, seconds */
 	double duration_s;
 	struct hmap index;	/* (name, file, line) -> rframe, while building */

@@ -41,7 +41,7 @@ int pyroscope_init(struct pyroscope *p, const struct options *o)
 {
 	memset(p, 0, sizeof(*p));
 	p->url = o->pyroscope;
-	p->rate = o->freq;
+	p->rate = (uint64_t)(o->rate_hz + 0.5);	/* Pyroscope takes whole Hz */
 	p->interval = o->push_interval;
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) || !(p->curl = curl_easy_init())) {
 		tb_error("--pyroscope: cannot start libcurl (check the libcurl installation)");

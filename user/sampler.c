@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <dirent.h>
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,7 +43,7 @@ static size_t pow2_at_least(size_t n)
 /* Room for about two seconds of samples from every CPU. */
 static size_t ringbuf_size(const struct sampler_opts *o, int ncpus)
 {
-	uint64_t hz = o->freq ? o->freq : 1000;
+	double hz = o->rate_hz > 0 ? o->rate_hz : 1000;
 	size_t want = pow2_at_least((size_t)(hz * ncpus * SAMPLE_BYTES * 2));
 
 	return want < RB_MIN ? RB_MIN : want > RB_MAX ? RB_MAX : want;
@@ -54,7 +56,7 @@ static size_t ringbuf_size(const struct sampler_opts *o, int ncpus)
  */
 static uint32_t counts_size(const struct sampler_opts *o, int ncpus)
 {
-	uint64_t hz = o->freq ? o->freq : 1000;
+	double hz = o->rate_hz > 0 ? o->rate_hz : 1000;
 	size_t want = pow2_at_least((size_t)(hz * ncpus));
 
 	return want < COUNTS_MIN ? COUNTS_MIN : want > COUNTS_MAX ? COUNTS_MAX : (uint32_t)want;
@@ -63,8 +65,8 @@ static uint32_t counts_size(const struct sampler_opts *o, int ncpus)
 /* Wake the reader after ~20 ms worth of samples, never less than a page. */
 static uint64_t wakeup_threshold(const struct sampler_opts *o, int ncpus, size_t rb)
 {
-	uint64_t hz = o->freq ? o->freq : 1000;
-	uint64_t w = hz * ncpus * SAMPLE_BYTES / 50;
+	double hz = o->rate_hz > 0 ? o->rate_hz : 1000;
+	uint64_t w = (uint64_t)(hz * ncpus * SAMPLE_BYTES / 50);
 
 	if (w < 4096)
 		w = 4096;
@@ -106,12 +108,19 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 		bpf_map__set_max_entries(s->skel->maps.kstacks, 16384);
 	s->skel->rodata->wakeup_bytes = wakeup_threshold(o, s->ncpus, s->rb_bytes);
 	s->skel->rodata->mode = o->mode;
-	s->skel->rodata->period_ns = 1000000000ull / (o->freq ? o->freq : 1000);
+	s->skel->rodata->period_ns = (__u64)(1e9 / (o->rate_hz > 0 ? o->rate_hz : 1000));
+	s->skel->rodata->tick_every = o->tick_every ? o->tick_every : 1;
 	s->skel->rodata->kernel_stacks = !!o->kernel_stacks;
 	s->skel->rodata->report_all_exec = !!o->report_all_exec;
 	s->skel->rodata->read_status = !!o->read_status;
-	/* Every context switch on the machine would run it: only when needed. */
+	/* Every context switch on the machine would run it: only when needed.
+	 * Likewise one of the two sample drivers: each program not loaded is
+	 * one verification fewer at start-up. */
 	bpf_program__set_autoload(s->skel->progs.on_switch, o->mode == TB_MODE_WALL);
+	bpf_program__set_autoload(s->skel->progs.on_sample, !o->event->tick);
+	bpf_program__set_autoload(s->skel->progs.on_tick, o->event->tick);
+	s->tick = o->event->tick;
+	s->skel->rodata->tick_handler = s->tick ? tick_handler() : 0;
 	ret = tachyon_bpf__load(s->skel);
 	if (ret) {
 		snprintf(err, errlen, "cannot load the BPF program: %s (run with -v for the verifier log; needs Linux >= 5.17 with BTF)",
@@ -166,12 +175,18 @@ static int online_cpus(int *cpus, int max)
 	return n;
 }
 
-static int open_event(const struct sampler_opts *o, int cpu)
+/* One perf event on a CPU (tid -1), or following a thread (cpu -1). */
+static int open_event(const struct sampler_opts *o, int cpu, pid_t tid)
 {
 	struct perf_event_attr a = {
 		.size = sizeof(a),
 		.type = o->event->type,
 		.config = o->event->config,
+		.disabled = tid >= 0,	/* enabled once the program is on it */
+		/* The threads it starts, and with -s its children, get a copy
+		 * with the same program (perf_event_alloc copies it). */
+		.inherit = tid >= 0,
+		.inherit_thread = tid >= 0 && !o->follow_forks,
 	};
 
 	if (o->freq) {
@@ -180,17 +195,40 @@ static int open_event(const struct sampler_opts *o, int cpu)
 	} else {
 		a.sample_period = o->period;
 	}
-	return (int)syscall(SYS_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	return (int)syscall(SYS_perf_event_open, &a, tid >= 0 ? tid : -1, cpu, -1,
+			    PERF_FLAG_FD_CLOEXEC);
 }
 
-int sampler_attach(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen)
+static int grow_links(struct sampler *s, int want)
+{
+	struct bpf_link **l;
+	pid_t *t;
+	int *p;
+
+	if (want <= s->cap)
+		return 0;
+	want = want < 2 * s->cap ? 2 * s->cap : want;
+	l = realloc(s->links, want * sizeof(*l));
+	if (l)
+		s->links = l;
+	p = realloc(s->pfds, want * sizeof(*p));
+	if (p)
+		s->pfds = p;
+	t = realloc(s->tids, want * sizeof(*t));
+	if (t)
+		s->tids = t;
+	if (!l || !p || !t)
+		return -1;
+	s->cap = want;
+	return 0;
+}
+
+static int attach_cpus(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen)
 {
 	int *cpus = calloc(s->ncpus, sizeof(int));
 	int n, i;
 
-	s->links = calloc(s->ncpus, sizeof(*s->links));
-	s->pfds = calloc(s->ncpus, sizeof(int));
-	if (!cpus || !s->links || !s->pfds) {
+	if (!cpus || grow_links(s, s->ncpus)) {
 		free(cpus);
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -202,7 +240,7 @@ int sampler_attach(struct sampler *s, const struct sampler_opts *o, char *err, s
 		return -1;
 	}
 	for (i = 0; i < n; i++) {
-		int fd = open_event(o, cpus[i]);
+		int fd = open_event(o, cpus[i], -1);
 
 		if (fd < 0) {
 			snprintf(err, errlen, "perf_event_open(%s) on CPU %d failed: %s (check kernel.perf_event_paranoid and CAP_PERFMON)",
@@ -223,6 +261,151 @@ int sampler_attach(struct sampler *s, const struct sampler_opts *o, char *err, s
 	}
 	free(cpus);
 	return 0;
+}
+
+/*
+ * A thread's own event, with the program set by ioctl rather than a BPF
+ * link: one descriptor per thread, not two. Returns 1 if opened, 0 if the
+ * thread is gone, -1 on error.
+ */
+static int open_task(struct sampler *s, const struct sampler_opts *o, pid_t tid)
+{
+	int fd, prog = bpf_program__fd(s->skel->progs.on_sample);
+
+	if (grow_links(s, s->nlinks + 1))
+		return -1;
+	fd = open_event(o, -1, tid);
+	if (fd < 0)
+		return errno == ESRCH ? 0 : -1;
+	if (ioctl(fd, PERF_EVENT_IOC_SET_BPF, prog) || ioctl(fd, PERF_EVENT_IOC_ENABLE, 0)) {
+		close(fd);
+		return -1;
+	}
+	s->links[s->nlinks] = NULL;
+	s->tids[s->nlinks] = tid;
+	s->pfds[s->nlinks++] = fd;
+	return 1;
+}
+
+/* Is tid one of the threads that already have an event of ours? */
+static int has_task(const struct sampler *s, pid_t tid)
+{
+	int i;
+
+	for (i = 0; i < s->nlinks; i++)
+		if (s->tids[i] == tid)
+			return 1;
+	return 0;
+}
+
+/* A thread started during the set-up that inherited its creator's event. */
+static int inherited(struct sampler *s, pid_t tid)
+{
+	__u32 key = (__u32)tid;
+	__u8 v = 0;
+
+	return !bpf_map__lookup_elem(s->skel->maps.newthreads, &key, sizeof(key), &v, sizeof(v),
+				     0) && v;
+}
+
+/* One pass over pid's threads: an event for each that has none. */
+static int task_pass(struct sampler *s, const struct sampler_opts *o, pid_t pid, int *opened)
+{
+	char path[64];
+	struct dirent *e;
+	DIR *d;
+	int ret = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return 0;	/* gone: its exit ends it as a target */
+	while (!ret && (e = readdir(d))) {
+		pid_t tid = (pid_t)strtol(e->d_name, NULL, 10);
+
+		if (tid <= 0 || has_task(s, tid) || inherited(s, tid))
+			continue;
+		if (s->nlinks >= TB_MAX_TASK_EVENTS) {
+			ret = 1;
+			break;
+		}
+		ret = open_task(s, o, tid);
+		*opened += ret > 0;
+		ret = ret < 0 ? -1 : 0;
+	}
+	closedir(d);
+	return ret;
+}
+
+/*
+ * An event on every thread of the targets, until a pass over their threads
+ * finds none without one. Returns 0, 1 if there are too many threads, -1
+ * on error (errno set).
+ */
+static int attach_tasks(struct sampler *s, const struct sampler_opts *o)
+{
+	int pass, i, opened = 1, ret = 0;
+
+	s->skel->bss->task_setup = 1;
+	for (pass = 0; !ret && opened && pass < 8; pass++) {
+		opened = 0;
+		for (i = 0; !ret && i < o->ntasks; i++)
+			ret = task_pass(s, o, o->tasks[i], &opened);
+	}
+	s->skel->bss->task_setup = 0;
+	s->task_events = s->nlinks;
+	return ret;
+}
+
+static void close_events(struct sampler *s)
+{
+	int i;
+
+	/* Destroying a perf-event link also closes its perf event fd. */
+	for (i = 0; i < s->nlinks; i++) {
+		if (s->links[i])
+			bpf_link__destroy(s->links[i]);
+		else
+			close(s->pfds[i]);
+	}
+	s->nlinks = 0;
+}
+
+/* Per-task events: pid's threads too (a descendant found after the start). */
+int sampler_follow(struct sampler *s, const struct sampler_opts *o, pid_t pid)
+{
+	struct sampler_opts one = *o;
+
+	if (!s->per_task)
+		return 0;
+	one.tasks = &pid;
+	one.ntasks = 1;
+	return attach_tasks(s, &one);
+}
+
+int sampler_attach(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen)
+{
+	int ret;
+
+	if (o->event->tick)
+		return 0;	/* attached with the tracepoints */
+	if (!o->ntasks)
+		return attach_cpus(s, o, err, errlen);
+	ret = attach_tasks(s, o);
+	if (!ret) {
+		s->per_task = 1;
+		return 0;
+	}
+	if (ret < 0) {
+		snprintf(err, errlen, "perf_event_open(%s) on a thread failed: %s (check kernel.perf_event_paranoid and CAP_PERFMON, or use --per-cpu)",
+			 o->event->name, strerror(errno));
+		close_events(s);
+		return -1;
+	}
+	tb_warn("targets: more than %d threads: one %s event per CPU instead of one per thread (every CPU is interrupted; -e tick interrupts none)",
+		TB_MAX_TASK_EVENTS, o->event->name);
+	close_events(s);
+	return attach_cpus(s, o, err, errlen);
 }
 
 int sampler_add(struct sampler *s, pid_t pid, const struct tb_walk *w)
@@ -276,7 +459,9 @@ int sampler_prog_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt)
 	__u32 len = sizeof(info);
 	int ret;
 
-	ret = bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.on_sample), &info, &len);
+	ret = bpf_obj_get_info_by_fd(bpf_program__fd(s->tick ? s->skel->progs.on_tick :
+							     s->skel->progs.on_sample),
+				     &info, &len);
 	if (ret)
 		return ret;
 	*run_ns = info.run_time_ns;
@@ -419,12 +604,11 @@ int sampler_consume(struct sampler *s)
 /* Stop sampling; the ring buffer and maps stay readable. */
 void sampler_detach(struct sampler *s)
 {
-	int i;
-
-	/* Destroying a perf-event link also closes its perf event fd. */
-	for (i = 0; i < s->nlinks; i++)
-		bpf_link__destroy(s->links[i]);
-	s->nlinks = 0;
+	close_events(s);
+	if (s->skel && s->skel->links.on_tick) {
+		bpf_link__destroy(s->skel->links.on_tick);
+		s->skel->links.on_tick = NULL;
+	}
 	/* Wall mode: a thread switching in would credit time we no longer
 	 * read; what is still away is credited from the offcpu map instead. */
 	if (s->skel && s->skel->links.on_switch) {
@@ -438,6 +622,7 @@ void sampler_close(struct sampler *s)
 	sampler_detach(s);
 	free(s->links);
 	free(s->pfds);
+	free(s->tids);
 	free(s->count_keys);
 	free(s->count_vals);
 	ring_buffer__free(s->rb);

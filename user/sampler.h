@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * The BPF side seen from userspace: load the skeleton, size its maps, open
- * one perf event per online CPU with the program attached, expose the ring
- * buffer, the per-process layouts and the counters.
+ * The BPF side seen from userspace: load the skeleton, size its maps, drive
+ * sampling (the scheduler tick; or perf events, one per thread of the
+ * targets or one per online CPU), expose the ring buffer, the per-process
+ * layouts and the counters.
  */
 #ifndef TB_SAMPLER_H
 #define TB_SAMPLER_H
@@ -13,10 +14,24 @@
 #include "events.h"
 #include "tachyon.h"
 
+/* Above this many threads, per-task events give way to per-CPU ones. */
+#define TB_MAX_TASK_EVENTS 1024
+
 struct sampler_opts {
 	const struct tb_event *event;
 	uint64_t freq;		/* samples per second per CPU, or */
 	uint64_t period;	/* one sample every `period` events */
+	double rate_hz;		/* samples per second per CPU as sampled */
+	unsigned tick_every;	/* the tick event: every Nth tick */
+	/*
+	 * Per-task perf events: one per thread of these processes, inherited
+	 * by the threads they start (and with follow_forks by their children),
+	 * so that no CPU is interrupted unless it runs one of them. None:
+	 * one event per online CPU.
+	 */
+	const pid_t *tasks;
+	int ntasks;
+	int follow_forks;
 	enum tb_mode mode;
 	int kernel_stacks;	/* --kernel: capture kernel stacks */
 	int report_all_exec;	/* --all-python: every exec is news */
@@ -31,8 +46,12 @@ struct sampler {
 	struct ring_buffer *rb;
 	struct bpf_link **links;
 	int *pfds;
-	int nlinks;
+	int nlinks, cap;
 	int ncpus;		/* possible CPUs: per-CPU map slots */
+	int tick;		/* sampling on the scheduler tick, no perf event */
+	int per_task;		/* the perf events follow threads, not CPUs: */
+	pid_t *tids;		/* ... the thread of each event (with pfds) */
+	int task_events;	/* ... opened so far (the rest are inherited) */
 	int stats_fd;		/* keeps kernel BPF run-time stats on */
 	size_t rb_bytes;
 	uint32_t counts_max;	/* entries of each counts map */
@@ -45,6 +64,8 @@ typedef void (*sampler_count_fn)(void *ctx, const struct tb_count_key *k, uint64
 
 int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen);
 int sampler_attach(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen);
+/* With per-task events: follow pid's threads too (0, or -1 with errno). */
+int sampler_follow(struct sampler *s, const struct sampler_opts *o, pid_t pid);
 int sampler_add(struct sampler *s, pid_t pid, const struct tb_walk *w);
 int sampler_del(struct sampler *s, pid_t pid);
 /* Hear of pid's exec/fork/exit; follow: its children too. */

@@ -444,6 +444,8 @@ static void adopt_descendants(struct session *s)
 				if ((pid_t)up != s->opt->pids[i])
 					continue;
 				sampler_watch(&s->sampler, (pid_t)pid, 1);
+				if (sampler_follow(&s->sampler, &s->so, (pid_t)pid))
+					tb_debug("pid %u: no per-thread events: %s", pid, strerror(errno));
 				discover_later(s, (int32_t)pid, 0);
 				goto next;
 			}
@@ -733,11 +735,33 @@ static void release_child(struct session *s)
 	s->child_gate = -1;
 }
 
+/*
+ * Perf events follow the threads of the processes named (-p, the command
+ * of --), and with -s their children: a CPU that runs none of them is
+ * never interrupted. --all-python cannot know its threads in advance:
+ * one event per CPU (or the tick, which costs no interrupt at all).
+ */
+static void task_scope(struct session *s, struct sampler_opts *so)
+{
+	if (s->opt->all_python || s->opt->per_cpu || s->opt->event->tick)
+		return;
+	s->roots[s->nroots++] = s->child;
+	if (!s->child) {
+		s->nroots = 0;
+		for (; s->nroots < s->opt->npids; s->nroots++)
+			s->roots[s->nroots] = s->opt->pids[s->nroots];
+	}
+	so->tasks = s->roots;
+	so->ntasks = s->nroots;
+	so->follow_forks = s->opt->subprocesses;
+}
+
 int session_start(struct session *s)
 {
 	struct sampler_opts so = {
 		.event = s->opt->event, .freq = s->opt->period ? 0 : s->opt->freq,
 		.period = s->opt->period, .mode = s->opt->mode,
+		.rate_hz = s->opt->rate_hz, .tick_every = s->opt->tick_every,
 		.kernel_stacks = s->opt->kernel, .report_all_exec = s->opt->all_python,
 		/* Two more reads per sample: only when something uses them. */
 		.read_status = s->opt->mode == TB_MODE_GIL || s->opt->gc_frames,
@@ -767,11 +791,13 @@ int session_start(struct session *s)
 		tb_error("%s: cannot start the command: %s", s->opt->cmd[0], strerror(errno));
 		return TB_EXIT_RUNTIME;
 	}
+	task_scope(s, &so);
 	if (sampler_attach(&s->sampler, &so, err, sizeof(err))) {
 		tb_error("perf events: %s", err);
 		return TB_EXIT_RUNTIME;
 	}
-	s->st.ncpus = s->sampler.nlinks;
+	s->so = so;
+	s->st.ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	if (s->opt->all_python)
 		scan_all(s);
 	else if (s->opt->subprocesses && s->opt->npids)
@@ -991,6 +1017,12 @@ static int kernel_frames(void *ctx, int32_t kstack, const char **names, int max)
 	for (i = 0, j = 0; i < n; i++) {
 		const char *name = ksyms_find(&s->ksyms, ips[i]);
 
+		/* A tick sample's stack starts in the timer interrupt: what
+		 * the thread was doing is under the interrupt's entry. */
+		if (s->opt->event->tick && name && !strncmp(name, "asm_sysvec_", 11)) {
+			j = 0;
+			continue;
+		}
 		/* Innermost first: our own program and the trampoline calling it. */
 		if (!j && name && (!strncmp(name, "bpf_", 4) || !strncmp(name, "__bpf_", 6)))
 			continue;
@@ -1008,7 +1040,7 @@ int session_resolve(struct session *s, struct resolved *r)
 	if (resolved_copy(&s->frozen, r))
 		return -1;
 	r->event = meta.event;
-	r->freq = meta.freq;
+	r->rate = meta.rate;
 	r->start_unix = meta.start_unix;
 	r->duration_s = meta.duration_s;
 	return profile_resolve(&s->prof, s->targets, s->ntargets, s->procs, &s->sym, &ro, r);

@@ -75,6 +75,9 @@ struct session {
 	struct ksyms ksyms;
 	int ksyms_loaded;
 	int32_t child;			/* -- CMD: its pid; 0 if none */
+	struct sampler_opts so;		/* how the sampler was set up */
+	pid_t roots[CLI_MAX_PIDS];	/* per-task events: the processes named */
+	int nroots;
 	int child_pidfd;
 	int child_gate;			/* write end: released once sampling is on */
 	int child_status;

@@ -62,6 +62,12 @@ static double bpf_ns_per_sample(const struct session_stats *st)
 	return st->bpf[TB_C_EVENTS] ? (double)st->bpf[TB_C_BPF_NS] / st->bpf[TB_C_EVENTS] : 0;
 }
 
+/* What drives sampling: the tick, events per thread, or events per CPU. */
+static const char *stats_scope(const struct session *s)
+{
+	return s->opt->event->tick ? "tick" : s->sampler.per_task ? "thread" : "cpu";
+}
+
 void stats_print(const struct session *s, uint64_t written)
 {
 	const struct session_stats *st = &s->st;
@@ -70,12 +76,12 @@ void stats_print(const struct session *s, uint64_t written)
 	int ncpus = st->ncpus ? st->ncpus : 1;
 	struct stats_summary sum;
 	uint64_t rss, peak;
-	char rate[32];
+	char rate[64];
 
 	stats_summarize(s, written, &sum);
-	tb_info("%" PRIu64 " samples in %.1f s (%s mode, %s, %s): %.1f/s, %.1f/s per CPU on %d CPUs, %" PRIu64 " process(es)",
+	tb_info("%" PRIu64 " samples in %.1f s (%s mode, %s%s, %s): %.1f/s, %.1f/s per CPU on %d CPUs, %" PRIu64 " process(es)",
 		sum.collected, st->seconds, mode_name(s->opt->mode), s->opt->event->name,
-		cli_rate_text(s->opt, rate, sizeof(rate)), c[TB_C_EVENTS] / secs,
+		s->sampler.per_task ? " per thread" : "", cli_rate_text(s->opt, rate, sizeof(rate)), c[TB_C_EVENTS] / secs,
 		c[TB_C_EVENTS] / secs / ncpus, ncpus, st->processes);
 	if (s->opt->mode == TB_MODE_WALL)
 		tb_info("off-CPU: %" PRIu64 " periods credited at switch-in, %" PRIu64 " at the end, from %" PRIu64 " switch-outs",
@@ -136,7 +142,9 @@ void stats_write_json(const struct session *s, uint64_t written)
 		" \"bpf_ns_per_sample\": %.1f, \"bpf_runs\": %" PRIu64 ", \"bpf_ns_per_run\": %.1f,\n"
 		" \"rss_kb\": %" PRIu64 ", \"rss_peak_kb\": %" PRIu64 ", \"code_cached\": %zu"
 		", \"code_evicted\": %" PRIu64 ", \"code_hit_rate\": %.4f, \"compactions\": %" PRIu64 ",\n"
-		" \"event\": \"%s\", \"mode\": \"%s\", \"frequency\": %" PRIu64 "}\n",
+		" \"event\": \"%s\", \"mode\": \"%s\", \"frequency\": %" PRIu64 ",\n"
+		" \"sample_rate_hz\": %.6g, \"tick_every\": %u, \"kernel_hz\": %d,"
+		" \"scope\": \"%s\", \"task_events\": %d}\n",
 		sum.collected, sum.written, sum.lost,
 		c[TB_C_NO_TSTATE], c[TB_C_NO_FRAMES], c[TB_C_READ_TSTATE], c[TB_C_FILTERED],
 		st->missing_stack, st->unknown_pid,
@@ -149,6 +157,8 @@ void stats_write_json(const struct session *s, uint64_t written)
 		st->ncpus, bpf_ns_per_sample(st), st->run_cnt,
 		st->run_cnt ? (double)st->run_ns / st->run_cnt : 0.0,
 		rss, peak, s->sym.codes.len, s->sym.evicted, code_hit_rate(&s->sym), st->compactions,
-		s->opt->event->name, mode_name(s->opt->mode), s->opt->freq);
+		s->opt->event->name, mode_name(s->opt->mode), s->opt->freq,
+		s->opt->rate_hz, s->opt->tick_every, s->opt->kernel_hz, stats_scope(s),
+		s->sampler.task_events);
 	fclose(f);
 }

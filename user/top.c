@@ -315,7 +315,7 @@ static void amount(char *buf, size_t len, uint64_t n, const struct options *o)
 	if (o->period)
 		snprintf(buf, len, "%" PRIu64, n);
 	else
-		snprintf(buf, len, "%.2f", (double)n / (double)o->freq);
+		snprintf(buf, len, "%.2f", (double)n / o->rate_hz);
 }
 
 static void draw_rows(struct top *t)

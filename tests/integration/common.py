@@ -583,6 +583,22 @@ def max_sample_rate():
         return int(f.read())
 
 
+def kernel_hz():
+    """CONFIG_HZ of the running kernel, read independently of the profiler
+    (from the kernel's own config; else 0)."""
+    import gzip
+    for path, opener in (("/proc/config.gz", gzip.open),
+                         ("/boot/config-" + os.uname().release, open)):
+        try:
+            with opener(path, "rt") as f:
+                for line in f:
+                    if line.startswith("CONFIG_HZ="):
+                        return int(line.split("=")[1])
+        except OSError:
+            pass
+    return 0
+
+
 def fmt_stacks(stacks, n=8):
     top = sorted(stacks, key=lambda s: -s.count)[:n]
     return " || ".join(s.short(4) for s in top)

@@ -2,15 +2,17 @@
 
 Workload: tests/workloads/callgraph.py (see its docstring). It is profiled
 with -F 999 -d 4 while it runs (~6 s in all); then it is told to stop and
-writes the instrumented ground truth.
+writes the instrumented ground truth. The same checks hold for each way of
+driving samples: per-thread cpu-clock events (the default above HZ), the
+scheduler tick (-e tick, the default up to HZ) and per-CPU events (--per-cpu).
 """
 import json
 import os
 import signal
 import time
 
-from common import (WORKLOADS, art_path, check, check_stats_invariant, fail,
-                    start_workload, run_profiler, timeout, total)
+from common import (WORKLOADS, art_path, check, check_stats_invariant, fail, kernel_hz,
+                    pythons, start_workload, run_profiler, timeout, total)
 
 FREQ = 999
 SECONDS = 4
@@ -18,13 +20,13 @@ SHARE_TOL = 0.02       # absolute, i.e. 2 percentage points
 HOT_LINE_MIN = 0.97    # fraction of a leaf's samples that must be on its HOT line
 
 
-def _profile_callgraph(python):
+def _profile_callgraph(python, args=("-F", FREQ), seconds=SECONDS):
     truth_path = art_path("callgraph.truth.json")
     w = start_workload(python, "callgraph.py", truth_path, "--max-seconds", 40,
                        cwd=WORKLOADS)
     time.sleep(0.5)                      # a few cycles past warm-up
     cpu0 = w.cpu_seconds()
-    res = run_profiler(w.pid, ["-F", FREQ, "-d", SECONDS], timeout=SECONDS + 30, stats=True)
+    res = run_profiler(w.pid, list(args) + ["-d", seconds], timeout=seconds + 30, stats=True)
     cpu1 = w.cpu_seconds()
     time.sleep(0.5)                      # ~6 s in all
     w.signal(signal.SIGUSR1)
@@ -37,12 +39,36 @@ def _profile_callgraph(python):
 
 @timeout(90)
 def test_callgraph(python):
+    """Per-thread cpu-clock events: the default for -p above the tick rate."""
     res, truth, cpu = _profile_callgraph(python)
+    _check_callgraph(res, truth, cpu, FREQ, "cpu-clock", "thread")
+
+
+@timeout(90)
+def test_callgraph_tick(python):
+    """The scheduler tick at HZ (every tick): same structure and shares.
+    8 s at 250 Hz gives ~2000 samples, half the -F 999 run's, for the same
+    2-point share tolerance."""
+    hz = kernel_hz()
+    res, truth, cpu = _profile_callgraph(python, ("-e", "tick", "-F", hz), seconds=8)
+    _check_callgraph(res, truth, cpu, hz, "tick", "tick")
+
+
+@timeout(90)
+def test_callgraph_per_cpu():
+    """--per-cpu: one cpu-clock event per CPU, as before per-thread events
+    (the same code path as --all-python); on the first interpreter."""
+    res, truth, cpu = _profile_callgraph(pythons()[0], ("-F", FREQ, "--per-cpu"))
+    _check_callgraph(res, truth, cpu, FREQ, "cpu-clock", "cpu")
+
+
+def _check_callgraph(res, truth, cpu, freq, event, scope):
     res.expect_ok()
     stacks = res.stacks()
     n = total(stacks)
-    check(n >= 1000, "only %d samples at -F %d for %ds of a busy thread %s"
-          % (n, FREQ, SECONDS, res.where()))
+    want = 0.25 * freq * st_seconds(res)   # a quarter of a CPU at least
+    check(n >= want, "only %d samples at %d Hz (%s) for a busy thread %s"
+          % (n, freq, event, res.where()))
     errors = []
 
     # (a) every adjacent pair is an edge of the real call graph; root is <module>;
@@ -113,23 +139,28 @@ def test_callgraph(python):
     for k in ("partial", "truncated", "bad_code", "unknown_code"):
         if st.get(k):
             errors.append("(d) stats %s = %s for a plain single-threaded workload" % (k, st[k]))
-    if st.get("event") != "cpu-clock":
-        errors.append("(d) stats event = %r, expected 'cpu-clock'" % st.get("event"))
+    if st.get("event") != event or st.get("scope") != scope:
+        errors.append("(d) stats event %r scope %r, expected %r %r"
+                      % (st.get("event"), st.get("scope"), event, scope))
 
     # (e) sample rate: a thread that was on-CPU for C seconds while sampling at
     # F Hz yields ~F*C samples. The profiler's start-up (before sampling) is
     # excluded by bounding the on-CPU time inside the sampling window.
     if cpu is not None and st.get("duration_s"):
         window_cpu_min = max(0.0, cpu - max(0.0, res.elapsed - st["duration_s"]))
-        lo, hi = 0.7 * FREQ * window_cpu_min, 1.15 * FREQ * cpu + 20
+        lo, hi = 0.7 * freq * window_cpu_min, 1.15 * freq * cpu + 20
         if not (lo <= st.get("collected", 0) <= hi):
             errors.append("(e) collected %s samples; expected %.0f..%.0f for %.2f s of target "
                           "CPU at %d Hz (duration_s %.2f, profiler wall %.2f s)"
-                          % (st.get("collected"), lo, hi, cpu, FREQ, st["duration_s"],
+                          % (st.get("collected"), lo, hi, cpu, freq, st["duration_s"],
                              res.elapsed))
     if errors:
         fail("; ".join(errors) + " [shares: %s; %d samples] %s"
              % (", ".join(share_report), n, res.where()))
+
+
+def st_seconds(res):
+    return res.stats().get("duration_s") or SECONDS
 
 
 def _top(d, k=4):

@@ -203,7 +203,7 @@ static void function(struct pprof *p, size_t i)
 	pb_end(&p->pb, m);
 }
 
-/* What a sample stands for: 1/freq seconds of the event's clock. */
+/* What a sample stands for: 1/rate seconds of the event's clock. */
 static const char *time_type(const struct resolved *r)
 {
 	return r->event && !strcmp(r->event, "wall") ? "wall" : "cpu";
@@ -218,15 +218,15 @@ static void header(struct pprof *p, const struct resolved *r, uint64_t period)
 	pb_int(&p->pb, PROFILE_TIME_NANOS, (int64_t)(r->start_unix * 1e9));
 	pb_int(&p->pb, PROFILE_DURATION_NANOS, (int64_t)(r->duration_s * 1e9));
 	pb_int(&p->pb, PROFILE_DEFAULT_SAMPLE_TYPE, sid(p, time_type(r)));
-	snprintf(p->comment, sizeof(p->comment), "tachyon-bpf: event %s, %" PRIu64 " Hz, %" PRIu64
-		 " samples", r->event ? r->event : "?", r->freq, r->total);
+	snprintf(p->comment, sizeof(p->comment), "tachyon-bpf: event %s, %.6g Hz, %" PRIu64
+		 " samples", r->event ? r->event : "?", r->rate, r->total);
 	pb_int(&p->pb, PROFILE_COMMENT, sid(p, p->comment));
 }
 
 /* Every field but the string table, which the others fill as they go. */
 static int encode(struct pprof *p, const struct resolved *r)
 {
-	uint64_t period = r->freq ? NSEC_PER_SEC / r->freq : 0;
+	uint64_t period = r->rate > 0 ? (uint64_t)(NSEC_PER_SEC / r->rate + 0.5) : 0;
 	size_t i;
 
 	if (strtab_add(&p->st, "") < 0)

@@ -110,8 +110,8 @@ int output_speedscope(FILE *out, const struct resolved *r)
 
 	emit_init(&e, out);
 	emit_str(&e, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n");
-	snprintf(name, sizeof(name), "tachyon-bpf: %s at %" PRIu64 " Hz, %.1f s",
-		 r->event ? r->event : "samples", r->freq, r->duration_s);
+	snprintf(name, sizeof(name), "tachyon-bpf: %s at %.6g Hz, %.1f s",
+		 r->event ? r->event : "samples", r->rate, r->duration_s);
 	emit_str(&e, "\"name\":");
 	emit_json(&e, name);
 	emit_str(&e, ",\"exporter\":\"tachyon-bpf\",\"activeProfileIndex\":0,\n");

@@ -349,8 +349,8 @@ static const char svg_script[] =
 
 static void subtitle(struct emit *e, const struct resolved *r)
 {
-	emit_printf(e, "%" PRIu64 " samples, %s at %" PRIu64 " Hz, %.1f s", r->total,
-		    r->event ? r->event : "samples", r->freq, r->duration_s);
+	emit_printf(e, "%" PRIu64 " samples, %s at %.6g Hz, %.1f s", r->total,
+		    r->event ? r->event : "samples", r->rate, r->duration_s);
 	emit_procs(e, r, 1);
 }
 
