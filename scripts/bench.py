@@ -15,6 +15,9 @@ to bench.json, so runs can be compared.
     while the target idles;
   - throughput: every CPU running the target at -F 100000/CPUs (>= 100k
     samples per second in total), capped at the safe 20 kHz per CPU; lost %;
+  - the whole cost of a sample (target, other CPU, profiler, BPF) for the
+    tick, per-thread and per-CPU events and austin, side by side
+    (scripts/bench-cost.py; TB_BENCH_COST=0 skips);
   - memory over a long --all-python run with process, thread and code churn
     (scripts/bench-memory.py; TB_BENCH_SOAK_S seconds, default 600, 0 skips).
 
@@ -283,6 +286,13 @@ def userspace_cost(py, script, hz):
             "rss_peak_kb": s2.get("rss_peak_kb", 0)}
 
 
+def whole_cost(py):
+    with tempfile.NamedTemporaryFile(suffix=".json") as j:
+        subprocess.run([sys.executable, os.path.join(REPO, "scripts", "bench-cost.py"),
+                        "--python", py, "--rounds", str(ROUNDS), "--json", j.name], check=True)
+        return json.load(open(j.name))
+
+
 def soak(seconds):
     with tempfile.NamedTemporaryFile(suffix=".json") as j:
         subprocess.run([sys.executable, os.path.join(REPO, "scripts", "bench-memory.py"),
@@ -301,6 +311,8 @@ def main():
     try:
         print("tachyon-bpf bench on %s, %d CPUs, Python %s (rounds: %d)" %
               (os.uname().release, os.cpu_count(), name, ROUNDS))
+        if os.environ.get("TB_BENCH_COST", "1") != "0":
+            out["cost"] = whole_cost(py)
         print("\nBPF ns per sample, -F 999, every CPU running the target: kernel run-time stats"
               " (self-timed)")
         print("%-14s" % "python" + "".join("%18s" % ("depth %d" % d) for d in DEPTHS)
