@@ -106,6 +106,10 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 	}
 	if (o->kernel_stacks)
 		bpf_map__set_max_entries(s->skel->maps.kstacks, 16384);
+	/* LRU maps are preallocated whole: the off-CPU table (65536 threads,
+	 * a few MiB) only where wall mode uses it. */
+	if (o->mode != TB_MODE_WALL)
+		bpf_map__set_max_entries(s->skel->maps.offcpu, s->ncpus);
 	s->skel->rodata->wakeup_bytes = wakeup_threshold(o, s->ncpus, s->rb_bytes);
 	s->skel->rodata->mode = o->mode;
 	s->skel->rodata->period_ns = (__u64)(1e9 / (o->rate_hz > 0 ? o->rate_hz : 1000));
