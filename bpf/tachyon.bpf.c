@@ -1221,11 +1221,12 @@ static __always_inline void proc_event(__u32 event, __u32 pid, __u32 ppid, __u32
 
 /*
  * Per-task perf events are opened on each thread and inherited by the
- * threads it starts later. A thread started while userspace is opening them
- * (task_setup) may have inherited one or not, depending on whether its
- * creator had its event yet: the fork tracepoint comes after the
- * inheritance, so it records whether the new thread has a perf context,
- * and userspace opens an event only for those that have none.
+ * threads it starts later (with -s, by the processes it forks too). A task
+ * started while userspace is still opening them (task_setup) may have
+ * inherited one or not, depending on whether its creator had its event yet:
+ * the fork tracepoint comes after the inheritance, so it records whether
+ * the new task has a perf context, and userspace opens an event only for
+ * those that have none.
  */
 volatile __u8 task_setup;
 
@@ -1257,15 +1258,14 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	struct tb_walk *L;
 	__u8 *follow;
 
-	if (pid == ppid) {	/* a new thread, not a new process */
-		if (task_setup) {
-			__u32 tid = BPF_CORE_READ(child, pid);
-			__u8 inherited = has_perf_context(child);
+	if (task_setup) {	/* a thread, or a process's first thread */
+		__u32 tid = BPF_CORE_READ(child, pid);
+		__u8 inherited = has_perf_context(child);
 
-			bpf_map_update_elem(&newthreads, &tid, &inherited, BPF_ANY);
-		}
-		return 0;
+		bpf_map_update_elem(&newthreads, &tid, &inherited, BPF_ANY);
 	}
+	if (pid == ppid)
+		return 0;	/* a new thread, not a new process */
 	follow = bpf_map_lookup_elem(&watch, &ppid);
 	if (!follow || !*follow)
 		return 0;

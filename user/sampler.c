@@ -356,9 +356,14 @@ static int attach_tasks(struct sampler *s, const struct sampler_opts *o)
 		for (i = 0; !ret && i < o->ntasks; i++)
 			ret = task_pass(s, o, o->tasks[i], &opened);
 	}
-	s->skel->bss->task_setup = 0;
 	s->task_events = s->nlinks;
 	return ret;
+}
+
+void sampler_setup_done(struct sampler *s)
+{
+	if (s->skel && s->skel->bss)
+		s->skel->bss->task_setup = 0;
 }
 
 static void close_events(struct sampler *s)
@@ -384,7 +389,7 @@ int sampler_follow(struct sampler *s, const struct sampler_opts *o, pid_t pid)
 		return 0;
 	one.tasks = &pid;
 	one.ntasks = 1;
-	return attach_tasks(s, &one);
+	return attach_tasks(s, &one) < 0 ? -1 : 0;
 }
 
 int sampler_attach(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen)

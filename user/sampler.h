@@ -66,6 +66,12 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 int sampler_attach(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen);
 /* With per-task events: follow pid's threads too (0, or -1 with errno). */
 int sampler_follow(struct sampler *s, const struct sampler_opts *o, pid_t pid);
+/*
+ * Per-task events: every process that may exist without inheriting one has
+ * been followed (the targets, and with -s the descendants found at start);
+ * from now on every new task inherits its creator's event, or none.
+ */
+void sampler_setup_done(struct sampler *s);
 int sampler_add(struct sampler *s, pid_t pid, const struct tb_walk *w);
 int sampler_del(struct sampler *s, pid_t pid);
 /* Hear of pid's exec/fork/exit; follow: its children too. */

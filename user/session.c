@@ -802,6 +802,7 @@ int session_start(struct session *s)
 		scan_all(s);
 	else if (s->opt->subprocesses && s->opt->npids)
 		adopt_descendants(s);
+	sampler_setup_done(&s->sampler);
 	release_child(s);
 	return 0;
 }
