@@ -233,6 +233,9 @@ int main(int argc, char **argv)
 		return ret;
 	if (o.command == CMD_DUMP)
 		return dump_main(&o);
+	/* Ctrl-C during the start-up (loading BPF takes a fifth of a second,
+	 * more on a busy host) still ends the run cleanly. */
+	session_block_signals(NULL);
 	if (check_privileges() || check_btf())
 		return TB_EXIT_RUNTIME;
 	ret = cli_choose_event(&o);

@@ -655,17 +655,26 @@ int session_open_targets(struct session *s, const struct options *o)
 	return 0;
 }
 
-static int setup_loop(struct session *s)
+void session_block_signals(sigset_t *out)
 {
-	struct stat st;
 	sigset_t mask;
-	uint32_t i;
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
+	if (out)
+		*out = mask;
+}
+
+static int setup_loop(struct session *s)
+{
+	struct stat st;
+	sigset_t mask;
+	uint32_t i;
+
+	session_block_signals(&mask);
 	signal(SIGPIPE, SIG_IGN);
 	s->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);

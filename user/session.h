@@ -7,6 +7,7 @@
 #ifndef TB_SESSION_H
 #define TB_SESSION_H
 
+#include <signal.h>
 #include <stdint.h>
 #include "cli.h"
 #include "hmap.h"
@@ -98,6 +99,11 @@ struct session {
 };
 
 /* Find the first targets; on failure prints the one-line message, returns an exit code. */
+/*
+ * SIGINT, SIGTERM and SIGHUP end a run cleanly: blocked from the start
+ * (also during start-up), read by the event loop's signalfd. out: the set.
+ */
+void session_block_signals(sigset_t *out);
 int session_open_targets(struct session *s, const struct options *o);
 /* Load and attach BPF; start -- CMD. Returns 0 or an exit code. */
 int session_start(struct session *s);
