@@ -10,7 +10,9 @@ pkgs=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcmocka-dev
       protobuf-compiler chromium
       # top (ncurses, tested in tmux), Pyroscope pushes (libcurl),
       # the man page (man -l, groff)
-      libncurses-dev libcurl4-openssl-dev tmux man-db groff-base)
+      libncurses-dev libcurl4-openssl-dev tmux man-db groff-base
+      # Debian unstable's real 3.13.x/3.14/3.15 for the tests (scripts/real-pythons.sh)
+      patchelf)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -206,8 +206,9 @@ static int run(struct options *o, FILE *out)
 	if (!ret && top)
 		ret = top_begin(&tp);
 	if (!ret) {
-		tb_debug("profiling %u process(es) at %.6g Hz with %s", s.ntargets, o->rate_hz,
-			 o->event->name);
+		tb_debug("profiling %u process(es) at %.6g Hz with %s%s", s.ntargets, o->rate_hz,
+			 o->event->name, s.sampler.per_task ? " (one event per thread)" :
+			 o->event->tick ? "" : " (one event per CPU)");
 		session_run(&s);
 		if (top)
 			top_end(&tp);

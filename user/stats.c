@@ -79,9 +79,9 @@ void stats_print(const struct session *s, uint64_t written)
 	char rate[64];
 
 	stats_summarize(s, written, &sum);
-	tb_info("%" PRIu64 " samples in %.1f s (%s mode, %s%s, %s): %.1f/s, %.1f/s per CPU on %d CPUs, %" PRIu64 " process(es)",
+	tb_info("%" PRIu64 " samples in %.1f s (%s mode, %s, %s): %.1f/s, %.1f/s per CPU on %d CPUs, %" PRIu64 " process(es)",
 		sum.collected, st->seconds, mode_name(s->opt->mode), s->opt->event->name,
-		s->sampler.per_task ? " per thread" : "", cli_rate_text(s->opt, rate, sizeof(rate)), c[TB_C_EVENTS] / secs,
+		cli_rate_text(s->opt, rate, sizeof(rate)), c[TB_C_EVENTS] / secs,
 		c[TB_C_EVENTS] / secs / ncpus, ncpus, st->processes);
 	if (s->opt->mode == TB_MODE_WALL)
 		tb_info("off-CPU: %" PRIu64 " periods credited at switch-in, %" PRIu64 " at the end, from %" PRIu64 " switch-outs",

@@ -31,6 +31,13 @@ DEFAULT_PYTHONS = [
     "3.11.7",
     "/usr/bin/python3.11",      # Debian's static, stripped, non-PIE build
 ]
+# Debian unstable's own builds (3.13.x, 3.14, 3.15: static executables with
+# frame pointers), fetched and prepared by scripts/real-pythons.sh, which
+# `make check` runs first; labelled sid-3.X.
+SID_ROOT = os.path.join(os.environ.get("TB_CACHE", os.path.expanduser("~/.cache/tachyon-bpf")),
+                        "debian-sid", "root", "usr", "bin")
+DEFAULT_PYTHONS += [os.path.join(SID_ROOT, "python%s-host" % v) for v in ("3.13", "3.14", "3.15")
+                    if os.path.exists(os.path.join(SID_ROOT, "python%s-host" % v))]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -70,6 +77,9 @@ class Interp:
         else:
             self.path = os.path.join(PYENV_ROOT, "versions", spec, "bin", "python3")
         self.label = spec
+        base = os.path.basename(spec)
+        if base.startswith("python") and base.endswith("-host"):
+            self.label = "sid-" + base[len("python"):-len("-host")]
 
     def exists(self):
         return os.path.isfile(self.path) and os.access(self.path, os.X_OK)

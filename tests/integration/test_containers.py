@@ -34,8 +34,11 @@ def _container_cmd(python, script_args):
                  "export LD_LIBRARY_PATH=%s/lib && " % (prefix, INSIDE, PYENV_ROOT, INSIDE))
         exe = INSIDE + real[len(prefix):]
     else:
-        # A static build (Debian's python3.11): copy the executable alone.
-        setup = "cp %s %s/python && export PYTHONHOME=/usr && " % (real, INSIDE)
+        # A static build (Debian's python3.11, Debian unstable's): copy the
+        # executable alone; the standard library stays where it is.
+        prefix = subprocess.run([real, "-c", "import sys; print(sys.prefix)"],
+                                capture_output=True, text=True, timeout=30).stdout.strip()
+        setup = "cp %s %s/python && export PYTHONHOME=%s && " % (real, INSIDE, prefix)
         exe = INSIDE + "/python"
     script = ("set -e; mount -t tmpfs tb-srv /srv && mkdir -p %s && %s exec %s %s"
               % (INSIDE, setup, exe, " ".join(script_args)))

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Debian unstable's own CPython builds (3.13.x, 3.14, 3.15), for the tests:
+# fetched with scripts/fetch-debian.sh (cached, idempotent) and made to run
+# on this machine. They need sid's glibc, so each gets a copy, NAME-host,
+# whose ELF interpreter and RPATH point into the unpacked tree (patchelf):
+# the same interpreter code and data, a process whose executable is the
+# interpreter (sys.executable works for child processes), no wrapper.
+#
+# usage: scripts/real-pythons.sh    prints one interpreter path per line
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+versions=(3.13 3.14 3.15)
+root=$(scripts/fetch-debian.sh --deps sid "${versions[@]/#/python}")
+command -v patchelf >/dev/null || {
+	echo "tachyon-bpf: real-pythons: patchelf is missing (run scripts/deps.sh)" >&2
+	exit 1
+}
+for v in "${versions[@]}"; do
+	src=$root/usr/bin/python$v host=$root/usr/bin/python$v-host
+	if [ ! -x "$host" ] || [ "$src" -nt "$host" ]; then
+		cp "$src" "$host.tmp"
+		patchelf --set-interpreter "$root/usr/lib64/ld-linux-x86-64.so.2" \
+			 --force-rpath --set-rpath "$root/usr/lib/x86_64-linux-gnu" "$host.tmp"
+		mv "$host.tmp" "$host"
+	fi
+	"$host" -c 'import sys; assert sys.version_info[:2] == tuple(map(int, sys.argv[1].split(".")))' "$v"
+	echo "$host"
+done
