@@ -754,14 +754,14 @@ static void task_scope(struct session *s, struct sampler_opts *so)
 {
 	if (s->opt->all_python || s->opt->per_cpu || s->opt->event->tick)
 		return;
-	s->roots[s->nroots++] = s->child;
+	s->event_pids[s->nevent_pids++] = s->child;
 	if (!s->child) {
-		s->nroots = 0;
-		for (; s->nroots < s->opt->npids; s->nroots++)
-			s->roots[s->nroots] = s->opt->pids[s->nroots];
+		s->nevent_pids = 0;
+		for (; s->nevent_pids < s->opt->npids; s->nevent_pids++)
+			s->event_pids[s->nevent_pids] = s->opt->pids[s->nevent_pids];
 	}
-	so->tasks = s->roots;
-	so->ntasks = s->nroots;
+	so->tasks = s->event_pids;
+	so->ntasks = s->nevent_pids;
 	so->follow_forks = s->opt->subprocesses;
 }
 

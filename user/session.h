@@ -77,8 +77,8 @@ struct session {
 	int ksyms_loaded;
 	int32_t child;			/* -- CMD: its pid; 0 if none */
 	struct sampler_opts so;		/* how the sampler was set up */
-	pid_t roots[CLI_MAX_PIDS];	/* per-task events: the processes named */
-	int nroots;
+	pid_t event_pids[CLI_MAX_PIDS];	/* per-task events: the processes named */
+	int nevent_pids;
 	int child_pidfd;
 	int child_gate;			/* write end: released once sampling is on */
 	int child_status;
