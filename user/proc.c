@@ -288,6 +288,21 @@ int proc_comm(pid_t pid, pid_t tid, char *buf, size_t len)
 	return 0;
 }
 
+char proc_thread_state(pid_t pid, pid_t tid)
+{
+	char path[96], buf[512], *p;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	n = read_small(path, buf, sizeof(buf));
+	if (n <= 0)
+		return 0;
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || !p[2])
+		return '?';
+	return p[2];
+}
+
 /* ---- the process's mappings, grouped by file ---- */
 
 static void *grow(void *arr, size_t *cap, size_t need, size_t elem)

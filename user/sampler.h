@@ -11,6 +11,7 @@
 #include <sys/types.h>
 #include <bpf/libbpf.h>
 #include "events.h"
+#include "hmap.h"
 #include "tachyon.h"
 
 struct sampler_opts {
@@ -68,6 +69,17 @@ struct offcpu_left {
 	uint64_t periods;
 };
 int sampler_offcpu_left(struct sampler *s, struct offcpu_left **out);
+/* CLOCK_MONOTONIC in ns: the clock of the BPF side's time stamps. */
+uint64_t sampler_now_ns(void);
+/*
+ * Wall mode: tid of pid is off CPU in stack_id since `since` (a thread
+ * already blocked when it became a target). Unless the BPF side has an
+ * entry for it already, it credits the time at switch-in, or the end does.
+ */
+int sampler_offcpu_seed(struct sampler *s, uint32_t pid, uint32_t tid, uint64_t stack_id,
+			uint32_t flags, uint64_t since);
+/* Add the stack ids of every thread still off CPU to ids (keys: uint64_t). */
+int sampler_offcpu_away(struct sampler *s, struct hmap *ids);
 int sampler_consume(struct sampler *s);
 /*
  * Swap the in-kernel counts map for the other one (the BPF side counts on

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "clock.h"
+#include "dump.h"
 #include "errors.h"
 #include "session.h"
 
@@ -70,6 +71,8 @@ static int follow_children(const struct session *s)
 	return s->opt->subprocesses || s->opt->all_python;
 }
 
+static void seed_offcpu(struct session *s, struct target *t, uint64_t since);
+
 /* Make t the current incarnation of its pid and start sampling it. */
 static int add_target(struct session *s, struct target *t)
 {
@@ -108,12 +111,55 @@ static int add_target(struct session *s, struct target *t)
 		sampler_watch(&s->sampler, t->pid, follow_children(s));
 	}
 	tb_debug("pid %d: %s, Python %s", t->pid, t->name, t->version);
+	if (s->start_ns)
+		seed_offcpu(s, t, sampler_now_ns());
 	return 0;
 }
 
 static const char *thread_name(void *ctx, uint32_t target, uint32_t tid);
 static int kernel_frames(void *ctx, int32_t kstack, const char **names, int max);
 static void flush_pending(struct session *s, int final);
+static void new_stack(struct session *s, const struct tb_stack *rec);
+
+/* A thread off CPU now: one we must credit ourselves (see seed_offcpu). */
+static int blocked(pid_t pid, uint64_t tid)
+{
+	char st = proc_thread_state(pid, (pid_t)tid);
+
+	return st && st != 'R' && st != 'Z' && st != '?';
+}
+
+/*
+ * Wall mode: a thread blocked since before t became a target does not
+ * leave a CPU (the BPF side's cue) until it wakes, maybe never. Walk its
+ * stack here, as the BPF side would, and enter it in the `offcpu` map as
+ * away since `since`: the BPF side credits it at switch-in, the end of
+ * the run if it never wakes. Threads in another pid namespace are left
+ * to the BPF side: the map is keyed by our tids, the walk gives theirs.
+ */
+static void seed_offcpu(struct session *s, struct target *t, uint64_t since)
+{
+	static struct dump_thread th[DUMP_MAX_THREADS];
+	static struct tb_stack rec;
+	uint32_t flags;
+	int n, i;
+
+	if (s->opt->mode != TB_MODE_WALL || t->layout.walk.pidns_ino)
+		return;
+	n = dump_threads(t, th, DUMP_MAX_THREADS);
+	for (i = 0; i < n; i++) {
+		if (!blocked(t->pid, th[i].tid) || dump_stack(t, th[i].tstate, &rec, &flags))
+			continue;
+		if (profile_add_stack(&s->prof, &rec, TB_STACK_HDR_SIZE +
+				      rec.depth * sizeof(rec.frames[0])) > 0) {
+			new_stack(s, &rec);
+			hmap_put(&s->limbo, &rec.stack_id, NULL);	/* no sample uses it yet */
+		}
+		if (!sampler_offcpu_seed(&s->sampler, (uint32_t)t->pid, (uint32_t)th[i].tid,
+					 rec.stack_id, flags, since))
+			s->st.offcpu_seeded++;
+	}
+}
 
 static int pending_for(const struct session *s, uint32_t target)
 {
@@ -157,17 +203,71 @@ static void forget_threads(struct session *s, uint32_t target)
  * rows merged. Its stacks and thread names are no longer needed; the BPF
  * side is told to send a stack's frames again the next time it sees it.
  */
+/*
+ * Free the frames of these stacks (no sample uses them), except those a
+ * thread still off CPU names (wall mode): its credit, at switch-in or at
+ * the end, names the stack, and the BPF side sends no frames then. Those
+ * wait in `limbo` for the next compaction. Call only once the BPF side
+ * has been told to send these stacks again, and with no ring buffer read
+ * in between: a thread leaving the CPU since then sends its stack anew.
+ */
+static void release_stacks(struct session *s, const uint64_t *ids, size_t n)
+{
+	struct hmap away = {0};
+	int wall = s->opt->mode == TB_MODE_WALL && s->sampler.skel;
+	size_t i;
+
+	if (wall && (hmap_init(&away, sizeof(uint64_t)) ||
+		     sampler_offcpu_away(&s->sampler, &away))) {
+		hmap_free(&away);
+		for (i = 0; i < n; i++)
+			hmap_put(&s->limbo, &ids[i], NULL);	/* keep them all */
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		if (wall && hmap_get(&away, &ids[i]) && profile_stack(&s->prof, ids[i])) {
+			hmap_put(&s->limbo, &ids[i], NULL);
+			continue;
+		}
+		hmap_del(&s->limbo, &ids[i]);
+		profile_release(&s->prof, ids[i]);
+	}
+	hmap_free(&away);
+}
+
+/* Compaction: every stack in limbo is looked at again. */
+static void release_limbo(struct session *s)
+{
+	uint64_t *ids = malloc((s->limbo.len + 1) * sizeof(*ids));
+	const uint64_t *k;
+	size_t it = 0, n = 0;
+
+	if (!ids)
+		return;
+	while (hmap_next(&s->limbo, &it, (const void **)&k, NULL))
+		ids[n++] = *k;
+	release_stacks(s, ids, n);
+	free(ids);
+}
+
 static void fold_target(struct session *s, struct target *t, int forget_each)
 {
 	struct resolve_opts ro;
 	uint64_t *dead;
-	size_t ndead;
+	size_t ndead, i;
 
 	resolve_opts_of(s, &ro);
 	if (profile_freeze(&s->prof, t, &s->sym, &ro, &s->frozen, &dead, &ndead))
 		tb_warn("pid %d: out of memory while keeping its samples", t->pid);
-	if (s->sampler.skel && forget_each)
-		sampler_forget_stacks(&s->sampler, dead, ndead);
+	if (forget_each) {
+		if (s->sampler.skel)
+			sampler_forget_stacks(&s->sampler, dead, ndead);
+		release_stacks(s, dead, ndead);
+	} else {
+		/* Compaction: released together once the BPF side forgot all. */
+		for (i = 0; i < ndead; i++)
+			hmap_put(&s->limbo, &dead[i], NULL);
+	}
 	free(dead);
 	forget_threads(s, t->id);
 }
@@ -234,6 +334,7 @@ static void compact(struct session *s)
 	}
 	/* ... including those it sent again while we were folding. */
 	sampler_forget_all_stacks(&s->sampler);
+	release_limbo(s);
 	symbols_next_epoch(&s->sym);
 	s->st.compactions++;
 	tb_debug("compaction %" PRIu64 ": %zu frozen rows, %zu frames; live: %zu rows, %zu stacks, %zu code objects, %zu pending samples",
@@ -631,7 +732,8 @@ int session_open_targets(struct session *s, const struct options *o)
 	s->epfd = s->sigfd = s->child_pidfd = s->child_gate = s->extra_fd = -1;
 	if (hmap_init(&s->by_pid, sizeof(uint32_t)) || profile_init(&s->prof) ||
 	    symbols_init(&s->sym) || hmap_init(&s->thread_names, sizeof(struct thread_key)) ||
-	    hmap_init(&s->refused, sizeof(uint32_t)) || resolved_init(&s->frozen)) {
+	    hmap_init(&s->refused, sizeof(uint32_t)) || resolved_init(&s->frozen) ||
+	    hmap_init(&s->limbo, sizeof(uint64_t))) {
 		tb_error("startup: out of memory (free some memory)");
 		return TB_EXIT_RUNTIME;
 	}
@@ -919,10 +1021,17 @@ static void credit_offcpu(struct session *s)
 void session_run(struct session *s)
 {
 	struct epoll_event ev[16];
-	double start = mono_now(), last_house = start, last_tick = start, last_compact = start;
+	double start, last_house, last_tick, last_compact;
+	uint32_t t;
 	int n, i;
 
+	s->start_ns = sampler_now_ns();
+	start = last_house = last_tick = last_compact = s->start_ns / 1e9;
 	s->st.start_unix = wall_now();
+	/* Wall mode: threads already blocked count from now. */
+	for (t = 0; t < s->ntargets; t++)
+		if (s->targets[t] && !s->targets[t]->exited)
+			seed_offcpu(s, s->targets[t], s->start_ns);
 	check_stop(s, start);
 	while (!s->stop) {
 		n = epoll_wait(s->epfd, ev, 16,
@@ -1036,6 +1145,7 @@ void session_close(struct session *s)
 		free(*val);
 	hmap_free(&s->thread_names);
 	hmap_free(&s->refused);
+	hmap_free(&s->limbo);
 	symbols_free(&s->sym);
 	profile_free(&s->prof);
 	hmap_free(&s->by_pid);

@@ -34,6 +34,7 @@ struct session_stats {
 	uint64_t missing_stack;		/* samples whose frames never arrived */
 	uint64_t bad_records;
 	uint64_t offcpu_final;		/* periods credited at the end (still blocked) */
+	uint64_t offcpu_seeded;		/* threads found blocked, credited from the start */
 	uint64_t proc_events;
 	uint64_t processes;		/* targets profiled, all incarnations */
 	uint64_t compactions;		/* live profiles folded (bounded memory) */
@@ -68,6 +69,7 @@ struct session {
 	struct hmap by_pid;		/* pid -> current target index + 1 */
 	struct hmap thread_names;	/* {target, tid} -> char * */
 	struct hmap refused;		/* pids already reported unsupported */
+	struct hmap limbo;		/* stack ids no sample uses, kept for a thread off CPU */
 	struct pend_sample *pend;	/* samples waiting for their stack */
 	size_t npend, pend_cap;
 	struct discover *disc;
@@ -81,6 +83,7 @@ struct session {
 	int child_execd;		/* its exec happened (the command could be run) */
 	int epfd, sigfd;
 	double next_scan;		/* --all-python: next /proc rescan */
+	uint64_t start_ns;		/* the run's start (CLOCK_MONOTONIC); 0 before */
 	enum stop_reason stop;
 	int signo;
 	struct session_stats st;
