@@ -336,12 +336,12 @@ int sampler_offcpu_away(struct sampler *s, struct hmap *ids)
 	return 0;
 }
 
-int sampler_offcpu_left(struct sampler *s, struct offcpu_left **out)
+int sampler_offcpu_left(struct sampler *s, uint64_t now, struct offcpu_left **out)
 {
 	struct bpf_map *m = s->skel->maps.offcpu;
 	struct tb_offcpu v;
 	__u32 key, next, *prev = NULL;
-	uint64_t now = sampler_now_ns(), period = s->skel->rodata->period_ns;
+	uint64_t period = s->skel->rodata->period_ns;
 	int n = 0, cap = 0;
 
 	*out = NULL;

@@ -61,14 +61,14 @@ void sampler_forget_stacks(struct sampler *s, const uint64_t *ids, size_t n);
 void sampler_forget_all_stacks(struct sampler *s);
 /* Kernel stack `id` into ips (up to max); returns the number of frames. */
 int sampler_kstack(struct sampler *s, int32_t id, uint64_t *ips, int max);
-/* Wall mode: threads still off CPU now, for crediting at the end. */
+/* Wall mode: threads still off CPU at `now` (sampler_now_ns()), credited up to it. */
 struct offcpu_left {
 	uint32_t pid, tid, flags;
 	int32_t kstack;
 	uint64_t stack_id;
 	uint64_t periods;
 };
-int sampler_offcpu_left(struct sampler *s, struct offcpu_left **out);
+int sampler_offcpu_left(struct sampler *s, uint64_t now, struct offcpu_left **out);
 /* CLOCK_MONOTONIC in ns: the clock of the BPF side's time stamps. */
 uint64_t sampler_now_ns(void);
 /*

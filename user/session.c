@@ -1000,14 +1000,14 @@ static void check_stop(struct session *s, double start)
 }
 
 /* Wall mode: threads still blocked at the end get their time too. */
-static void credit_offcpu(struct session *s)
+static void credit_offcpu(struct session *s, uint64_t end_ns)
 {
 	struct offcpu_left *v;
 	int i, n;
 
 	if (s->opt->mode != TB_MODE_WALL)
 		return;
-	n = sampler_offcpu_left(&s->sampler, &v);
+	n = sampler_offcpu_left(&s->sampler, end_ns, &v);
 	for (i = 0; i < n; i++) {
 		if (!v[i].periods)
 			continue;
@@ -1022,6 +1022,7 @@ void session_run(struct session *s)
 {
 	struct epoll_event ev[16];
 	double start, last_house, last_tick, last_compact;
+	uint64_t end_ns;
 	uint32_t t;
 	int n, i;
 
@@ -1067,10 +1068,11 @@ void session_run(struct session *s)
 	}
 	/* Stop the events, then read what they left in the kernel. */
 	sampler_detach(&s->sampler);
-	s->st.seconds = mono_now() - start;
+	end_ns = sampler_now_ns();	/* the end of the run, for every count */
+	s->st.seconds = (end_ns - s->start_ns) / 1e9;
 	read_counts(s);
 	sampler_consume(&s->sampler);
-	credit_offcpu(s);
+	credit_offcpu(s, end_ns);
 	flush_pending(s, 1);
 	sampler_counters(&s->sampler, s->st.bpf);
 	sampler_prog_stats(&s->sampler, &s->st.run_ns, &s->st.run_cnt);
