@@ -28,6 +28,7 @@ enum {
 	OPT_ALL_PYTHON,
 	OPT_SUBPROCESSES,
 	OPT_PIDS,
+	OPT_KEEP_RUNNING,
 	OPT_SUMMARY,
 	OPT_PYROSCOPE,
 	OPT_APP,
@@ -53,8 +54,12 @@ static const char usage_text[] =
 "  -p, --pid PID[,PID...]   processes to profile\n"
 "  -a, --all-python         every Python process on the machine, including ones\n"
 "                           that start later\n"
-"  -- COMMAND [ARGS...]     start COMMAND and profile it until it exits\n"
-"  -s, --subprocesses       with -p or --: their descendants too\n"
+"  -- COMMAND [ARGS...]     start COMMAND and profile it until it exits; if\n"
+"                           the run ends first (-d, a signal), COMMAND gets\n"
+"                           SIGTERM, and SIGKILL 2 s later\n"
+"      --keep-running       ... unless this is given: COMMAND is left running\n"
+"  -s, --subprocesses       with -p or --: their descendants too (-p may name\n"
+"                           any process, e.g. a shell starting Python)\n"
 "      --pids               put the pid in the per-process root frame\n"
 "  -F, --frequency HZ       samples per second per CPU (default 99)\n"
 "  -d, --duration SECONDS   stop after this long (default: Ctrl-C, or when\n"
@@ -175,6 +180,7 @@ static const struct option longopts[] = {
 	{ "all-python", no_argument, NULL, 'a' },
 	{ "subprocesses", no_argument, NULL, 's' },
 	{ "pids", no_argument, NULL, OPT_PIDS },
+	{ "keep-running", no_argument, NULL, OPT_KEEP_RUNNING },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "full-filenames", no_argument, NULL, OPT_FULL_FILENAMES },
@@ -447,6 +453,9 @@ static int parse_flag(int c, struct options *o)
 	case OPT_PIDS:
 		o->show_pids = 1;
 		return 0;
+	case OPT_KEEP_RUNNING:
+		o->keep_running = 1;
+		return 0;
 	}
 	return -1;
 }
@@ -616,6 +625,10 @@ static int check_combination(struct options *o, const char *seen)
 {
 	if (check_targets(o))
 		return -1;
+	if (o->keep_running && !o->cmd) {
+		tb_error("--keep-running: only with -- COMMAND (it keeps the command running after the run)");
+		return -1;
+	}
 	if (o->period && o->freq_given) {
 		tb_error("-c and -F: give one of them (a period in events, or a frequency)");
 		return -1;

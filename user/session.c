@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -36,6 +37,7 @@
  * switches (two timers drifting apart woke the loop four times a second).
  */
 #define HOUSE_S		0.5
+#define CHILD_GRACE_MS	2000	/* -- CMD: from SIGTERM to SIGKILL at the end */
 #define EV_RING		(1ULL << 62)
 #define EV_SIGNAL	(2ULL << 62)
 #define EV_STDOUT	(3ULL << 62)
@@ -901,6 +903,7 @@ static void child_exited(struct session *s)
 {
 	if (waitpid(s->child, &s->child_status, WNOHANG) <= 0)
 		return;
+	s->child_reaped = 1;
 	epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->child_pidfd, NULL);
 	tb_debug("command exited with status %d", s->child_status);
 	s->stop = STOP_TARGETS_EXITED;
@@ -999,6 +1002,40 @@ static void check_stop(struct session *s, double start)
 		s->stop = STOP_TARGETS_EXITED;
 }
 
+/* Has the child exited within ms milliseconds? (Reaps it.) */
+static int child_gone(struct session *s, int ms)
+{
+	struct pollfd p = { .fd = s->child_pidfd, .events = POLLIN };
+
+	if (s->child_pidfd >= 0)
+		poll(&p, 1, ms);
+	else
+		usleep(ms * 1000);
+	if (waitpid(s->child, &s->child_status, WNOHANG) != s->child)
+		return 0;
+	s->child_reaped = 1;
+	return 1;
+}
+
+/*
+ * -- CMD outlived the run (-d, a signal): end it as py-spy does, SIGTERM
+ * and SIGKILL after a grace period, so that it does not linger, re-parented
+ * to init, holding the caller's terminal or pipes. --keep-running leaves
+ * it be.
+ */
+static void end_child(struct session *s)
+{
+	if (s->child <= 0 || s->child_reaped || s->opt->keep_running)
+		return;
+	tb_debug("the run ended before the command: sending it SIGTERM");
+	if (kill(s->child, SIGTERM) || child_gone(s, CHILD_GRACE_MS))
+		return;
+	tb_warn("%s (pid %d) did not exit %d s after SIGTERM: sending SIGKILL",
+		s->opt->cmd[0], s->child, CHILD_GRACE_MS / 1000);
+	kill(s->child, SIGKILL);
+	child_gone(s, CHILD_GRACE_MS);
+}
+
 /* Wall mode: threads still blocked at the end get their time too. */
 static void credit_offcpu(struct session *s, uint64_t end_ns)
 {
@@ -1076,6 +1113,7 @@ void session_run(struct session *s)
 	flush_pending(s, 1);
 	sampler_counters(&s->sampler, s->st.bpf);
 	sampler_prog_stats(&s->sampler, &s->st.run_ns, &s->st.run_cnt);
+	end_child(s);
 }
 
 static const char *thread_name(void *ctx, uint32_t target, uint32_t tid)

@@ -80,6 +80,7 @@ struct session {
 	int child_pidfd;
 	int child_gate;			/* write end: released once sampling is on */
 	int child_status;
+	int child_reaped;		/* it exited and we waited for it */
 	int child_execd;		/* its exec happened (the command could be run) */
 	int epfd, sigfd;
 	double next_scan;		/* --all-python: next /proc rescan */
