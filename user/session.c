@@ -38,6 +38,7 @@
  */
 #define HOUSE_S		0.5
 #define CHILD_GRACE_MS	2000	/* -- CMD: from SIGTERM to SIGKILL at the end */
+#define STATUS_FAST_S	1.0	/* gil mode: how long a new target's GIL is looked for often */
 #define EV_RING		(1ULL << 62)
 #define EV_SIGNAL	(2ULL << 62)
 #define EV_STDOUT	(3ULL << 62)
@@ -115,6 +116,10 @@ static int add_target(struct session *s, struct target *t)
 	tb_debug("pid %d: %s, Python %s", t->pid, t->name, t->version);
 	if (s->start_ns)
 		seed_offcpu(s, t, sampler_now_ns());
+	if (!t->layout.walk.gil_addr) {
+		s->status_pending = 1;
+		s->status_fast_until = mono_now() + STATUS_FAST_S;
+	}
 	return 0;
 }
 
@@ -958,10 +963,21 @@ static void handle(struct session *s, const struct epoll_event *ev)
  * when there is work (a few times a second when samples are counted in
  * the kernel).
  */
+/*
+ * An interpreter just found may not have its GIL yet (a launched command
+ * starting up): until the BPF side has its address, gil mode cannot judge
+ * a sample (it keeps it). Look again at the discovery pace for a second
+ * after a target is added, then at the usual HOUSE_S.
+ */
+static int status_soon(const struct session *s, double now)
+{
+	return s->status_pending && s->opt->mode == TB_MODE_GIL && now < s->status_fast_until;
+}
+
 static int poll_timeout(const struct session *s, double start, double due)
 {
-	int ms = s->ndisc ? DISCOVER_MS : POLL_MS;
 	double now = mono_now(), left;
+	int ms = s->ndisc || status_soon(s, now) ? DISCOVER_MS : POLL_MS;
 
 	if (s->tick && s->tick_interval * 1000 < ms)
 		ms = (int)(s->tick_interval * 1000) + 1;
@@ -985,11 +1001,15 @@ static void refresh_targets(struct session *s)
 {
 	uint32_t i;
 
+	s->status_pending = 0;
 	for (i = 0; i < s->ntargets; i++) {
 		struct target *t = s->targets[i];
 
-		if (t && !t->exited && target_refresh(t))
+		if (!t || t->exited)
+			continue;
+		if (target_refresh(t))
 			sampler_add(&s->sampler, t->pid, &t->layout.walk);
+		s->status_pending |= !t->layout.walk.gil_addr;
 	}
 }
 
@@ -1088,6 +1108,8 @@ void session_run(struct session *s)
 			run_discovery(s);
 		if (s->opt->all_python && mono_now() >= s->next_scan)
 			scan_all(s);
+		if (status_soon(s, mono_now()))
+			refresh_targets(s);
 		if (mono_now() - last_house >= HOUSE_S) {
 			refresh_targets(s);
 			read_counts(s);

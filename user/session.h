@@ -85,6 +85,8 @@ struct session {
 	int epfd, sigfd;
 	double next_scan;		/* --all-python: next /proc rescan */
 	uint64_t start_ns;		/* the run's start (CLOCK_MONOTONIC); 0 before */
+	int status_pending;		/* a target's GIL address is still unknown */
+	double status_fast_until;	/* ... look for it often until then */
 	enum stop_reason stop;
 	int signo;
 	struct session_stats st;
