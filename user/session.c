@@ -729,6 +729,49 @@ static void flush_pending(struct session *s, int final)
 }
 
 
+/* -s: a non-Python process whose Python descendants are profiled. */
+static int add_root(struct session *s, pid_t pid)
+{
+	struct root *g = realloc(s->roots, (s->nroots + 1) * sizeof(*g));
+
+	if (!g) {
+		tb_error("startup: out of memory (free some memory)");
+		return -1;
+	}
+	s->roots = g;
+	s->roots[s->nroots].pid = pid;
+	s->roots[s->nroots++].start_time = proc_start_time(pid);
+	return 0;
+}
+
+/* Is a non-Python root (-s) still running? Its descendants may yet come. */
+static int roots_alive(const struct session *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->nroots; i++)
+		if (s->roots[i].start_time && proc_start_time(s->roots[i].pid) == s->roots[i].start_time)
+			return 1;
+	return 0;
+}
+
+/* Once each descendant found at the start has been looked at: if none is
+ * Python, say so once (the run goes on for those to come). */
+static void note_roots(struct session *s)
+{
+	size_t i;
+
+	if (s->roots_said)
+		return;
+	for (i = 0; i < s->ndisc; i++)
+		if (!s->disc[i].attempts)
+			return;
+	s->roots_said = 1;
+	for (i = 0; i < s->nroots && !s->alive; i++)
+		tb_info("pid %d: not a Python process, nor any of its descendants yet: profiling the Python processes it starts (-s)",
+			s->roots[i].pid);
+}
+
 int session_open_targets(struct session *s, const struct options *o)
 {
 	char err[512];
@@ -751,6 +794,12 @@ int session_open_targets(struct session *s, const struct options *o)
 			return TB_EXIT_RUNTIME;
 		err[0] = 0;
 		ret = target_open(o->pids[i], o->layout_flags, t, err, sizeof(err));
+		if (ret == TARGET_NOT_PYTHON && o->subprocesses) {
+			free(t);
+			if (add_root(s, o->pids[i]))
+				return TB_EXIT_RUNTIME;
+			continue;	/* a shell, a supervisor: its descendants count */
+		}
 		if (ret) {
 			target_report(o->pids[i], ret, err[0] ? err : "unknown reason");
 			free(t);
@@ -860,6 +909,8 @@ int session_start(struct session *s)
 		tb_error("BPF: %s", err);
 		return TB_EXIT_RUNTIME;
 	}
+	for (i = 0; i < s->nroots; i++)
+		sampler_watch(&s->sampler, s->roots[i].pid, 1);
 	for (i = 0; i < s->ntargets; i++) {
 		if (sampler_add(&s->sampler, s->targets[i]->pid, &s->targets[i]->layout.walk) ||
 		    sampler_watch(&s->sampler, s->targets[i]->pid, follow_children(s))) {
@@ -1018,7 +1069,7 @@ static void check_stop(struct session *s, double start)
 	if (s->opt->duration && mono_now() - start >= s->opt->duration)
 		s->stop = STOP_DURATION;
 	/* -p: when every target (and any process being set up) is gone. */
-	if (!s->opt->all_python && !s->opt->cmd && !s->alive && !s->ndisc)
+	if (!s->opt->all_python && !s->opt->cmd && !s->alive && !s->ndisc && !roots_alive(s))
 		s->stop = STOP_TARGETS_EXITED;
 }
 
@@ -1106,6 +1157,8 @@ void session_run(struct session *s)
 		flush_pending(s, 0);
 		if (s->ndisc)
 			run_discovery(s);
+		if (s->nroots)
+			note_roots(s);
 		if (s->opt->all_python && mono_now() >= s->next_scan)
 			scan_all(s);
 		if (status_soon(s, mono_now()))
@@ -1214,6 +1267,7 @@ void session_close(struct session *s)
 	ksyms_free(&s->ksyms);
 	free(s->pend);
 	free(s->disc);
+	free(s->roots);
 	if (s->epfd >= 0)
 		close(s->epfd);
 	if (s->sigfd >= 0)

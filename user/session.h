@@ -51,6 +51,12 @@ struct discover {
 	int announce;			/* say why on stderr if it is not Python */
 };
 
+/* -s: a target given with -p that is not Python (its descendants are). */
+struct root {
+	pid_t pid;
+	uint64_t start_time;		/* tells a recycled pid from it */
+};
+
 struct pend_sample {
 	struct agg_key k;
 	uint64_t weight;
@@ -74,6 +80,9 @@ struct session {
 	size_t npend, pend_cap;
 	struct discover *disc;
 	size_t ndisc, disc_cap;
+	struct root *roots;
+	size_t nroots;
+	int roots_said;			/* "no Python descendants yet" said (or not needed) */
 	struct ksyms ksyms;
 	int ksyms_loaded;
 	int32_t child;			/* -- CMD: its pid; 0 if none */
