@@ -156,6 +156,8 @@ static const char dump_usage[] =
 "CAP_SYS_PTRACE over the target.\n"
 "\n"
 "  -p, --pid PID[,PID...]   processes to dump\n"
+"  -s, --subprocesses       their Python descendants too (a -p process need\n"
+"                           not be Python then)\n"
 "      --full-filenames     full source paths instead of short ones\n"
 "      --force-version      read a pre-release or unknown Python version with\n"
 "                           the nearest known layout\n"
@@ -547,7 +549,7 @@ static const int top_opts[] = {
 	OPT_STATS, 0,
 };
 static const int dump_opts[] = {
-	'p', 'v', OPT_FULL_FILENAMES, OPT_FORCE_VERSION, 0,
+	'p', 's', 'v', OPT_FULL_FILENAMES, OPT_FORCE_VERSION, 0,
 };
 
 static int command_takes(int command, int c)

@@ -287,17 +287,32 @@ static void print_process(const struct target *t)
 	printf("Process %d: %s\nPython %s (%s)\n", t->pid, buf, t->version, t->loc.path);
 }
 
-static int dump_one(pid_t pid, const struct options *o, struct symbols *sym)
+/* What dump_main goes through: the processes and, with -s, descendants. */
+struct dump_run {
+	const struct options *o;
+	int printed;		/* processes printed so far */
+	int ret;
+};
+
+/*
+ * Dump one process. A descendant (`optional`) that is not Python, or is
+ * gone, is skipped without a word: -s looks at every descendant.
+ */
+static void dump_one(struct dump_run *d, pid_t pid, int optional)
 {
 	static struct dump_thread th[DUMP_MAX_THREADS];
 	static struct target t;
+	struct symbols sym;
 	char err[512] = "";
 	int ret, n, i;
 
-	ret = target_open(pid, o->layout_flags, &t, err, sizeof(err));
+	ret = target_open(pid, d->o->layout_flags, &t, err, sizeof(err));
+	if (ret && optional && (ret == TARGET_NOT_PYTHON || ret == TARGET_NO_PROCESS))
+		return;
 	if (ret) {
 		target_report(pid, ret, err[0] ? err : "unknown reason");
-		return TB_EXIT_RUNTIME;
+		d->ret = TB_EXIT_RUNTIME;
+		return;
 	}
 	n = dump_threads(&t, th, DUMP_MAX_THREADS);
 	if (n <= 0) {
@@ -308,31 +323,46 @@ static int dump_one(pid_t pid, const struct options *o, struct symbols *sym)
 			tb_error("pid %d: the interpreter has no threads yet (try again once it has started)",
 				 pid);
 		target_close(&t);
-		return TB_EXIT_RUNTIME;
+		d->ret = TB_EXIT_RUNTIME;
+		return;
 	}
+	if (symbols_init(&sym)) {
+		tb_error("dump: out of memory (free some memory)");
+		target_close(&t);
+		d->ret = TB_EXIT_RUNTIME;
+		return;
+	}
+	if (d->printed++)
+		printf("\n");
 	print_process(&t);
 	/* The list is newest first: the main thread last. Print it first. */
 	for (i = n - 1; i >= 0; i--)
-		print_thread(&t, sym, &th[i], o->full_paths);
+		print_thread(&t, &sym, &th[i], d->o->full_paths);
+	symbols_free(&sym);
 	target_close(&t);
-	return fflush(stdout) ? TB_EXIT_RUNTIME : TB_EXIT_OK;
+	if (fflush(stdout))
+		d->ret = TB_EXIT_RUNTIME;
+}
+
+static void dump_descendant(void *ctx, pid_t pid)
+{
+	dump_one(ctx, pid, 1);
 }
 
 int dump_main(const struct options *o)
 {
-	struct symbols sym;
-	int i, ret = TB_EXIT_OK;
+	struct dump_run d = { .o = o, .ret = TB_EXIT_OK };
+	int i;
 
-	for (i = 0; i < o->npids; i++) {
-		if (symbols_init(&sym)) {
-			tb_error("dump: out of memory (free some memory)");
-			return TB_EXIT_RUNTIME;
-		}
-		if (i)
-			printf("\n");
-		if (dump_one(o->pids[i], o, &sym))
-			ret = TB_EXIT_RUNTIME;
-		symbols_free(&sym);
+	for (i = 0; i < o->npids; i++)
+		dump_one(&d, o->pids[i], o->subprocesses);
+	/* py-spy dump --subprocesses: every Python descendant too. */
+	if (o->subprocesses)
+		proc_each_descendant(o->pids, o->npids, dump_descendant, &d);
+	if (o->subprocesses && !d.printed && d.ret == TB_EXIT_OK) {
+		tb_error("dump -s: no Python process among the %s and their descendants (give the pid of a CPython 3.11+ process or of its parent)",
+			 o->npids > 1 ? "processes given" : "process given");
+		return TB_EXIT_RUNTIME;
 	}
-	return ret;
+	return d.ret;
 }

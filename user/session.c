@@ -515,50 +515,20 @@ static void scan_all(struct session *s)
 	s->next_scan = mono_now() + RESCAN_S;
 }
 
-static uint32_t parent_of(uint32_t pid)
+static void adopt_one(void *ctx, pid_t pid)
 {
-	char path[64], buf[512], *p;
-	unsigned ppid = 0;
-	FILE *f;
+	struct session *s = ctx;
 
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;	/* comm may hold ')' */
-	if (!p || sscanf(p, ") %*c %u", &ppid) != 1)
-		ppid = 0;
-	fclose(f);
-	return ppid;
+	if (target_of(s, (uint32_t)pid))
+		return;
+	sampler_watch(&s->sampler, pid, 1);
+	discover_later(s, (int32_t)pid, 0);
 }
 
 /* --subprocesses: descendants that were already running when we started. */
 static void adopt_descendants(struct session *s)
 {
-	DIR *dir = opendir("/proc");
-	struct dirent *e;
-	int i, depth;
-
-	if (!dir)
-		return;
-	while ((e = readdir(dir))) {
-		uint32_t pid = (uint32_t)strtoul(e->d_name, NULL, 10), up = pid;
-
-		if (!pid || target_of(s, pid))
-			continue;
-		for (depth = 0; depth < 64 && up > 1; depth++) {
-			up = parent_of(up);
-			for (i = 0; i < s->opt->npids; i++) {
-				if ((pid_t)up != s->opt->pids[i])
-					continue;
-				sampler_watch(&s->sampler, (pid_t)pid, 1);
-				discover_later(s, (int32_t)pid, 0);
-				goto next;
-			}
-		}
-next:;
-	}
-	closedir(dir);
+	proc_each_descendant(s->opt->pids, s->opt->npids, adopt_one, s);
 }
 
 static int add_pending(struct session *s, const struct agg_key *k, uint64_t weight)
