@@ -75,8 +75,8 @@ void stats_print(const struct session *s, uint64_t written)
 	stats_summarize(s, written, &sum);
 	tb_info("%" PRIu64 " samples in %.1f s (%s mode, %s, %s): %.1f/s, %.1f/s per CPU on %d CPUs, %" PRIu64 " process(es)",
 		sum.collected, st->seconds, mode_name(s->opt->mode), s->opt->event->name,
-		cli_rate_text(s->opt, rate, sizeof(rate)), c[TB_C_EVENTS] / secs,
-		c[TB_C_EVENTS] / secs / ncpus, ncpus, st->processes);
+		cli_rate_text(s->opt, rate, sizeof(rate)), sum.collected / secs,
+		sum.collected / secs / ncpus, ncpus, st->processes);
 	if (s->opt->mode == TB_MODE_WALL)
 		tb_info("off-CPU: %" PRIu64 " periods credited at switch-in, %" PRIu64 " at the end, from %" PRIu64 " switch-outs and %" PRIu64 " threads blocked when found",
 			c[TB_C_OFFCPU_WEIGHT], st->offcpu_final, c[TB_C_OFFCPU_WALKS],
