@@ -319,6 +319,15 @@ int sampler_offcpu_seed(struct sampler *s, uint32_t pid, uint32_t tid, uint64_t 
 				    BPF_NOEXIST);
 }
 
+void sampler_offcpu_unseed(struct sampler *s, uint32_t tid, uint64_t since)
+{
+	struct tb_offcpu v;
+
+	if (!bpf_map__lookup_elem(s->skel->maps.offcpu, &tid, sizeof(tid), &v, sizeof(v), 0) &&
+	    v.away && v.since == since)
+		bpf_map__delete_elem(s->skel->maps.offcpu, &tid, sizeof(tid), 0);
+}
+
 int sampler_offcpu_away(struct sampler *s, struct hmap *ids)
 {
 	struct bpf_map *m = s->skel->maps.offcpu;

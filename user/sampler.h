@@ -78,6 +78,8 @@ uint64_t sampler_now_ns(void);
  */
 int sampler_offcpu_seed(struct sampler *s, uint32_t pid, uint32_t tid, uint64_t stack_id,
 			uint32_t flags, uint64_t since);
+/* Take back a seeded entry of tid (since `since`) if still there and away. */
+void sampler_offcpu_unseed(struct sampler *s, uint32_t tid, uint64_t since);
 /* Add the stack ids of every thread still off CPU to ids (keys: uint64_t). */
 int sampler_offcpu_away(struct sampler *s, struct hmap *ids);
 int sampler_consume(struct sampler *s);

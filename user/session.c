@@ -162,9 +162,16 @@ static void seed_offcpu(struct session *s, struct target *t, uint64_t since)
 			new_stack(s, &rec);
 			hmap_put(&s->limbo, &rec.stack_id, NULL);	/* no sample uses it yet */
 		}
-		if (!sampler_offcpu_seed(&s->sampler, (uint32_t)t->pid, (uint32_t)th[i].tid,
-					 rec.stack_id, flags, since))
-			s->st.offcpu_seeded++;
+		if (sampler_offcpu_seed(&s->sampler, (uint32_t)t->pid, (uint32_t)th[i].tid,
+					rec.stack_id, flags, since))
+			continue;
+		/* It woke while we walked, before the entry was in: no switch-in
+		 * will clear it, so it would count as away while it runs. */
+		if (!blocked(t->pid, th[i].tid)) {
+			sampler_offcpu_unseed(&s->sampler, (uint32_t)th[i].tid, since);
+			continue;
+		}
+		s->st.offcpu_seeded++;
 	}
 }
 
