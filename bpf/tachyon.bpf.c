@@ -129,22 +129,12 @@ struct {
 	__uint(value_size, 127 * sizeof(__u64));
 } kstacks SEC(".maps");
 
-/* Wall mode: where a thread was when it left the CPU. */
-struct offcpu {
-	__u64 since;
-	__u64 stack_id;
-	__u64 carry;		/* ns not yet worth a whole period */
-	__u32 flags;
-	__s32 kstack;
-	__u32 pid;
-	__u32 away;		/* 1 while off CPU */
-};
-
+/* Wall mode: where a thread was when it left the CPU (see tachyon.h). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
 	__type(key, __u32);
-	__type(value, struct offcpu);
+	__type(value, struct tb_offcpu);
 } offcpu SEC(".maps");
 
 #define BUF_MASK (TB_READ_MAX - 1)
@@ -218,7 +208,6 @@ struct {
 	__type(value, struct scratch);
 } scratch SEC(".maps");
 
-#define FNV_OFFSET 0xcbf29ce484222325ULL
 
 /* A code object as the walk checked it. */
 struct code_seen {
@@ -358,13 +347,6 @@ static __always_inline void count(__u64 *cnt, int idx)
 {
 	if (idx >= 0 && idx < TB_NR_COUNTERS)
 		cnt[idx]++;
-}
-
-static __always_inline __u64 mix(__u64 h, __u64 v)
-{
-	h ^= v;
-	h *= 0x9e3779b97f4a7c15ULL;
-	return h ^ (h >> 29);
 }
 
 /*
@@ -572,7 +554,7 @@ static __always_inline void restart_walk(struct walk_ctx *c, __u64 frame)
 	count(c->cnt, TB_C_STALE_CFRAME);
 	c->frame = frame;
 	c->depth = 0;
-	c->hash = FNV_OFFSET;
+	c->hash = TB_HASH_SEED;
 	c->check_next = 0;
 	c->bottom_ok = 1;
 	c->code.addr = 0;	/* it came from the dead chain */
@@ -735,8 +717,8 @@ static __always_inline int record_frame(struct walk_ctx *c, __u64 frame, __u64 c
 	out->code = code;
 	out->instr = (__s32)idx;
 	out->fp = fp;
-	c->hash = mix(c->hash, code);
-	c->hash = mix(c->hash, ((__u64)(__u32)idx << 32) | fp);
+	c->hash = tb_hash_mix(c->hash, code);
+	c->hash = tb_hash_mix(c->hash, ((__u64)(__u32)idx << 32) | fp);
 	c->depth++;
 	return 0;
 }
@@ -879,7 +861,7 @@ static __always_inline int walk_current(struct walk_ctx *c, __u32 pid, __u32 tid
 	c->frame = current_frame(c);
 	if (!c->frame)
 		return TB_C_NO_FRAMES;
-	c->hash = FNV_OFFSET;
+	c->hash = TB_HASH_SEED;
 	memo_begin(s, &c->m, pid, c->interp);
 	bpf_loop(2 * TB_MAX_DEPTH, walk_step, c, 0);
 	memo_end(c, pid);
@@ -889,7 +871,7 @@ static __always_inline int walk_current(struct walk_ctx *c, __u32 pid, __u32 tid
 		count(c->cnt, TB_C_TRUNCATED);
 	if (!c->depth && !(c->flags & TB_SF_PARTIAL))
 		return TB_C_NO_FRAMES;
-	c->hash = mix(c->hash, c->flags & TB_SF_STACK_MASK);
+	c->hash = tb_hash_mix(c->hash, c->flags & TB_SF_STACK_MASK);
 	return 0;
 }
 
@@ -1061,7 +1043,9 @@ static __always_inline int sample_current(void *ctx)
 		goto out;
 	}
 	read_gil_gc(&c);
-	if (mode == TB_MODE_GIL && !(c.flags & TB_SF_GIL)) {
+	/* Only a sample whose GIL state was read can be judged: before its
+	 * address is known (an interpreter starting up) it is kept. */
+	if (mode == TB_MODE_GIL && (c.flags & TB_SF_STATUS_KNOWN) && !(c.flags & TB_SF_GIL)) {
 		count(c.cnt, TB_C_FILTERED);
 		goto out;
 	}
@@ -1131,7 +1115,7 @@ int BPF_PROG(on_tick, struct hrtimer *timer)
 static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u64 now)
 {
 	__u32 pid = BPF_CORE_READ(prev, tgid), tid = BPF_CORE_READ(prev, pid);
-	struct offcpu oc = {}, *old;
+	struct tb_offcpu oc = {}, *old;
 	struct walk_ctx c = {};
 	struct tb_walk *L;
 
@@ -1164,7 +1148,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u6
 static __always_inline void switch_in(struct task_struct *next, __u64 now)
 {
 	__u32 tid = BPF_CORE_READ(next, pid), zero = 0;
-	struct offcpu *oc = bpf_map_lookup_elem(&offcpu, &tid);
+	struct tb_offcpu *oc = bpf_map_lookup_elem(&offcpu, &tid);
 	__u64 *cnt, away, periods;
 
 	if (!oc || !oc->away)

@@ -208,6 +208,40 @@ struct tb_stack {
 
 #define TB_STACK_HDR_SIZE	24
 
+/*
+ * Wall mode: where a thread was when it left the CPU, in the `offcpu` map
+ * (key: tid). The BPF side writes it at switch-out and credits it at
+ * switch-in; userspace reads what is still away at the end, and seeds it
+ * for threads already blocked when the run starts (their time counts from
+ * the start, with the stack userspace walked).
+ */
+struct tb_offcpu {
+	__u64 since;		/* bpf_ktime_get_ns() (CLOCK_MONOTONIC) it left at */
+	__u64 stack_id;
+	__u64 carry;		/* ns not yet worth a whole period */
+	__u32 flags;		/* enum tb_sample_flags, TB_SF_OFFCPU set */
+	__s32 kstack;		/* kernel stack id, or < 0 */
+	__u32 pid;
+	__u32 away;		/* 1 while off CPU */
+};
+
+_Static_assert(sizeof(struct tb_offcpu) == 40, "struct tb_offcpu is ABI: both sides agree");
+
+/*
+ * A stack id: TB_HASH_SEED, then for each frame, leaf first,
+ * h = tb_hash_mix(h, code), h = tb_hash_mix(h, (u32)instr << 32 | fp), and
+ * last h = tb_hash_mix(h, flags & TB_SF_STACK_MASK). Userspace computes the
+ * same for the stacks it walks itself, so they share the BPF side's ids.
+ */
+#define TB_HASH_SEED	0xcbf29ce484222325ULL
+
+static inline __attribute__((always_inline)) __u64 tb_hash_mix(__u64 h, __u64 v)
+{
+	h ^= v;
+	h *= 0x9e3779b97f4a7c15ULL;
+	return h ^ (h >> 29);
+}
+
 /* Per-CPU counters, indexed by this enum. Nothing fails silently. */
 enum tb_counter {
 	TB_C_EVENTS,		/* perf events that hit a profiled process */

@@ -29,6 +29,7 @@ enum {
 	OPT_ALL_PYTHON,
 	OPT_SUBPROCESSES,
 	OPT_PIDS,
+	OPT_KEEP_RUNNING,
 	OPT_SUMMARY,
 	OPT_PYROSCOPE,
 	OPT_APP,
@@ -54,8 +55,12 @@ static const char usage_text[] =
 "  -p, --pid PID[,PID...]   processes to profile\n"
 "  -a, --all-python         every Python process on the machine, including ones\n"
 "                           that start later\n"
-"  -- COMMAND [ARGS...]     start COMMAND and profile it until it exits\n"
-"  -s, --subprocesses       with -p or --: their descendants too\n"
+"  -- COMMAND [ARGS...]     start COMMAND and profile it until it exits; if\n"
+"                           the run ends first (-d, a signal), COMMAND gets\n"
+"                           SIGTERM, and SIGKILL 2 s later\n"
+"      --keep-running       ... unless this is given: COMMAND is left running\n"
+"  -s, --subprocesses       with -p or --: their descendants too (-p may name\n"
+"                           any process, e.g. a shell starting Python)\n"
 "      --pids               put the pid in the per-process root frame\n"
 "  -F, --frequency HZ       samples per second per CPU (default 99)\n"
 "  -d, --duration SECONDS   stop after this long (default: Ctrl-C, or when\n"
@@ -156,6 +161,8 @@ static const char dump_usage[] =
 "CAP_SYS_PTRACE over the target.\n"
 "\n"
 "  -p, --pid PID[,PID...]   processes to dump\n"
+"  -s, --subprocesses       their Python descendants too (a -p process need\n"
+"                           not be Python then)\n"
 "      --full-filenames     full source paths instead of short ones\n"
 "      --force-version      read a pre-release or unknown Python version with\n"
 "                           the nearest known layout\n"
@@ -180,6 +187,7 @@ static const struct option longopts[] = {
 	{ "all-python", no_argument, NULL, 'a' },
 	{ "subprocesses", no_argument, NULL, 's' },
 	{ "pids", no_argument, NULL, OPT_PIDS },
+	{ "keep-running", no_argument, NULL, OPT_KEEP_RUNNING },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "full-filenames", no_argument, NULL, OPT_FULL_FILENAMES },
@@ -530,6 +538,9 @@ static int parse_flag(int c, struct options *o)
 	case OPT_PIDS:
 		o->show_pids = 1;
 		return 0;
+	case OPT_KEEP_RUNNING:
+		o->keep_running = 1;
+		return 0;
 	}
 	return -1;
 }
@@ -621,7 +632,7 @@ static const int top_opts[] = {
 	OPT_STATS, 0,
 };
 static const int dump_opts[] = {
-	'p', 'v', OPT_FULL_FILENAMES, OPT_FORCE_VERSION, 0,
+	'p', 's', 'v', OPT_FULL_FILENAMES, OPT_FORCE_VERSION, 0,
 };
 
 static int command_takes(int command, int c)
@@ -699,6 +710,10 @@ static int check_combination(struct options *o, const char *seen)
 {
 	if (check_targets(o))
 		return -1;
+	if (o->keep_running && !o->cmd) {
+		tb_error("--keep-running: only with -- COMMAND (it keeps the command running after the run)");
+		return -1;
+	}
 	if (o->period && o->freq_given) {
 		tb_error("-c and -F: give one of them (a period in events, or a frequency)");
 		return -1;

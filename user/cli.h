@@ -45,6 +45,7 @@ struct options {
 	int subprocesses;	/* descendants of the targets too */
 	int show_pids;		/* the process root frame carries the pid */
 	char **cmd;		/* -- CMD ARGS...: start and profile it */
+	int keep_running;	/* --keep-running: leave CMD running when the run ends first */
 	int verbose;
 	int full_paths;
 	const char *stats_path;

@@ -12,14 +12,8 @@
 #include "symbols.h"
 #include "target.h"
 
-#define MAX_THREADS	(TB_MAX_THREADS * TB_MAX_INTERPS)
 #define WALK_TRIES	3	/* a running thread may move under us: read again */
 #define OBJ_BUF		(TB_READ_MAX + 8)	/* room for an 8-byte field at the last offset */
-
-struct thread {
-	uint64_t tstate;
-	uint64_t tid;
-};
 
 struct stack {
 	struct tb_frame frames[TB_MAX_DEPTH];
@@ -75,8 +69,7 @@ static uint64_t thread_frame(const struct target *t, uint64_t tstate)
 	return current_frame(t, ts);
 }
 
-/* Every thread of every interpreter, in list order (newest first). */
-static int read_threads(const struct target *t, struct thread *out, int max)
+int dump_threads(const struct target *t, struct dump_thread *out, int max)
 {
 	const struct tb_walk *w = &t->layout.walk;
 	uint8_t ts[OBJ_BUF];
@@ -166,23 +159,11 @@ static void walk(const struct target *t, uint64_t frame, struct stack *st)
 /* "running", "sleeping", ... from /proc/PID/task/TID/stat. */
 static const char *thread_state(pid_t pid, uint64_t tid)
 {
-	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%llu/stat", pid, (unsigned long long)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	switch (proc_thread_state(pid, (pid_t)tid)) {
+	case 0:
 		return "gone";
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return "gone";
-	buf[n] = 0;
-	p = strrchr(buf, ')');
-	if (!p || p[1] != ' ')
+	case '?':
 		return "unknown";
-	switch (p[2]) {
 	case 'R':
 		return "running";
 	case 'S':
@@ -233,20 +214,50 @@ static void print_frames(const struct target *t, struct symbols *sym, const stru
 		printf("  ... (more than %d frames: the outermost are not shown)\n", TB_MAX_DEPTH);
 }
 
-static void print_thread(const struct target *t, struct symbols *sym, const struct thread *th,
-			 int full_paths)
+/* A running thread may pop a frame while we walk: start again from the
+ * frame it executes then. */
+static void walk_thread(const struct target *t, uint64_t tstate, struct stack *st)
+{
+	int try;
+
+	for (try = 0; try < WALK_TRIES; try++) {
+		walk(t, thread_frame(t, tstate), st);
+		if (!st->partial)
+			break;
+	}
+}
+
+int dump_stack(const struct target *t, uint64_t tstate, struct tb_stack *rec, uint32_t *flags)
+{
+	static struct stack st;
+	uint64_t h = TB_HASH_SEED;
+	uint32_t i;
+
+	walk_thread(t, tstate, &st);
+	*flags = (st.partial ? TB_SF_PARTIAL : 0) | (st.truncated ? TB_SF_TRUNCATED : 0);
+	if (!st.depth)
+		return -1;
+	/* The id the BPF side gives the same frames (tachyon.h). */
+	for (i = 0; i < st.depth; i++) {
+		h = tb_hash_mix(h, st.frames[i].code);
+		h = tb_hash_mix(h, (uint64_t)(uint32_t)st.frames[i].instr << 32 | st.frames[i].fp);
+	}
+	rec->kind = TB_REC_STACK;
+	rec->depth = st.depth;
+	rec->stack_id = tb_hash_mix(h, *flags & TB_SF_STACK_MASK);
+	rec->pid = (uint32_t)t->pid;
+	rec->pad = 0;
+	memcpy(rec->frames, st.frames, st.depth * sizeof(st.frames[0]));
+	return 0;
+}
+
+static void print_thread(const struct target *t, struct symbols *sym,
+			 const struct dump_thread *th, int full_paths)
 {
 	static struct stack st;
 	char name[64] = "?";
-	int try;
 
-	/* A running thread may pop a frame while we walk: start again from
-	 * the frame it executes then. */
-	for (try = 0; try < WALK_TRIES; try++) {
-		walk(t, thread_frame(t, th->tstate), &st);
-		if (!st.partial)
-			break;
-	}
+	walk_thread(t, th->tstate, &st);
 	proc_comm(t->pid, (pid_t)th->tid, name, sizeof(name));
 	printf("\nThread %llu (%s): %s%s\n", (unsigned long long)th->tid, name,
 	       thread_state(t->pid, th->tid), holds_gil(t, th->tstate) ? ", holds the GIL" : "");
@@ -276,19 +287,34 @@ static void print_process(const struct target *t)
 	printf("Process %d: %s\nPython %s (%s)\n", t->pid, buf, t->version, t->loc.path);
 }
 
-static int dump_one(pid_t pid, const struct options *o, struct symbols *sym)
+/* What dump_main goes through: the processes and, with -s, descendants. */
+struct dump_run {
+	const struct options *o;
+	int printed;		/* processes printed so far */
+	int ret;
+};
+
+/*
+ * Dump one process. A descendant (`optional`) that is not Python, or is
+ * gone, is skipped without a word: -s looks at every descendant.
+ */
+static void dump_one(struct dump_run *d, pid_t pid, int optional)
 {
-	static struct thread th[MAX_THREADS];
+	static struct dump_thread th[DUMP_MAX_THREADS];
 	static struct target t;
+	struct symbols sym;
 	char err[512] = "";
 	int ret, n, i;
 
-	ret = target_open(pid, o->layout_flags, &t, err, sizeof(err));
+	ret = target_open(pid, d->o->layout_flags, &t, err, sizeof(err));
+	if (ret && optional && (ret == TARGET_NOT_PYTHON || ret == TARGET_NO_PROCESS))
+		return;
 	if (ret) {
 		target_report(pid, ret, err[0] ? err : "unknown reason");
-		return TB_EXIT_RUNTIME;
+		d->ret = TB_EXIT_RUNTIME;
+		return;
 	}
-	n = read_threads(&t, th, MAX_THREADS);
+	n = dump_threads(&t, th, DUMP_MAX_THREADS);
 	if (n <= 0) {
 		if (n < 0)
 			tb_error("pid %d: cannot read the interpreter's thread list: %s (is the process exiting?)",
@@ -297,31 +323,46 @@ static int dump_one(pid_t pid, const struct options *o, struct symbols *sym)
 			tb_error("pid %d: the interpreter has no threads yet (try again once it has started)",
 				 pid);
 		target_close(&t);
-		return TB_EXIT_RUNTIME;
+		d->ret = TB_EXIT_RUNTIME;
+		return;
 	}
+	if (symbols_init(&sym)) {
+		tb_error("dump: out of memory (free some memory)");
+		target_close(&t);
+		d->ret = TB_EXIT_RUNTIME;
+		return;
+	}
+	if (d->printed++)
+		printf("\n");
 	print_process(&t);
 	/* The list is newest first: the main thread last. Print it first. */
 	for (i = n - 1; i >= 0; i--)
-		print_thread(&t, sym, &th[i], o->full_paths);
+		print_thread(&t, &sym, &th[i], d->o->full_paths);
+	symbols_free(&sym);
 	target_close(&t);
-	return fflush(stdout) ? TB_EXIT_RUNTIME : TB_EXIT_OK;
+	if (fflush(stdout))
+		d->ret = TB_EXIT_RUNTIME;
+}
+
+static void dump_descendant(void *ctx, pid_t pid)
+{
+	dump_one(ctx, pid, 1);
 }
 
 int dump_main(const struct options *o)
 {
-	struct symbols sym;
-	int i, ret = TB_EXIT_OK;
+	struct dump_run d = { .o = o, .ret = TB_EXIT_OK };
+	int i;
 
-	for (i = 0; i < o->npids; i++) {
-		if (symbols_init(&sym)) {
-			tb_error("dump: out of memory (free some memory)");
-			return TB_EXIT_RUNTIME;
-		}
-		if (i)
-			printf("\n");
-		if (dump_one(o->pids[i], o, &sym))
-			ret = TB_EXIT_RUNTIME;
-		symbols_free(&sym);
+	for (i = 0; i < o->npids; i++)
+		dump_one(&d, o->pids[i], o->subprocesses);
+	/* py-spy dump --subprocesses: every Python descendant too. */
+	if (o->subprocesses)
+		proc_each_descendant(o->pids, o->npids, dump_descendant, &d);
+	if (o->subprocesses && !d.printed && d.ret == TB_EXIT_OK) {
+		tb_error("dump -s: no Python process among the %s and their descendants (give the pid of a CPython 3.11+ process or of its parent)",
+			 o->npids > 1 ? "processes given" : "process given");
+		return TB_EXIT_RUNTIME;
 	}
-	return ret;
+	return d.ret;
 }

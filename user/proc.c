@@ -10,6 +10,7 @@
  * are really opened: opening a mapped device node could have side effects.
  */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -286,6 +287,72 @@ int proc_comm(pid_t pid, pid_t tid, char *buf, size_t len)
 	}
 	buf[strcspn(buf, "\n")] = '\0';
 	return 0;
+}
+
+char proc_thread_state(pid_t pid, pid_t tid)
+{
+	char path[96], buf[512], *p;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	n = read_small(path, buf, sizeof(buf));
+	if (n <= 0)
+		return 0;
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || !p[2])
+		return '?';
+	return p[2];
+}
+
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	int ppid = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (read_small(path, buf, sizeof(buf)) <= 0)
+		return 0;
+	p = strrchr(buf, ')');	/* comm may hold ')' */
+	if (!p || sscanf(p, ") %*c %d", &ppid) != 1)
+		ppid = 0;
+	return ppid;
+}
+
+static int is_root(pid_t pid, const pid_t *roots, int nroots)
+{
+	int i;
+
+	for (i = 0; i < nroots; i++)
+		if (roots[i] == pid)
+			return 1;
+	return 0;
+}
+
+int proc_each_descendant(const pid_t *roots, int nroots, void (*fn)(void *ctx, pid_t pid),
+			 void *ctx)
+{
+	DIR *dir = opendir("/proc");
+	struct dirent *e;
+	int depth, n = 0;
+
+	if (!dir)
+		return -1;
+	while ((e = readdir(dir))) {
+		pid_t pid = (pid_t)strtol(e->d_name, NULL, 10), up = pid;
+
+		if (pid <= 0 || is_root(pid, roots, nroots))
+			continue;
+		for (depth = 0; depth < 64 && up > 1; depth++) {
+			up = parent_of(up);
+			if (is_root(up, roots, nroots)) {
+				fn(ctx, pid);
+				n++;
+				break;
+			}
+		}
+	}
+	closedir(dir);
+	return n;
 }
 
 /* ---- the process's mappings, grouped by file ---- */

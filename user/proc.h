@@ -63,6 +63,18 @@ uint64_t proc_start_time(pid_t pid);
 /* 1 if /proc/PID exists, 0 if not. */
 int proc_exists(pid_t pid);
 
+/* The state letter of /proc/PID/task/TID/stat ('R', 'S', 'D', ...); 0 if
+ * the thread is gone, '?' if unreadable. */
+char proc_thread_state(pid_t pid, pid_t tid);
+
+/*
+ * Call fn(ctx, pid) for every process descending from one of roots (not
+ * the roots themselves), by each /proc entry's chain of parents. Returns
+ * how many, or -1 if /proc cannot be read.
+ */
+int proc_each_descendant(const pid_t *roots, int nroots, void (*fn)(void *ctx, pid_t pid),
+			 void *ctx);
+
 /* comm of @tid in @pid (@tid <= 0: the process itself); 0 ok, -1 error. */
 int proc_comm(pid_t pid, pid_t tid, char *buf, size_t len);
 

@@ -376,9 +376,22 @@ static void unref_stack(struct profile *p, uint64_t id, uint64_t *dead, size_t *
 	sf = *slot;
 	if (sf->refs && --sf->refs)
 		return;
+	dead[(*ndead)++] = id;	/* freed by profile_release(), when it is safe */
+}
+
+int profile_release(struct profile *p, uint64_t id)
+{
+	void **slot = hmap_get(&p->stacks, &id);
+	struct stack_frames *sf;
+
+	if (!slot)
+		return 0;
+	sf = *slot;
+	if (sf->refs)
+		return 0;
 	hmap_del(&p->stacks, &id);
 	free(sf);
-	dead[(*ndead)++] = id;
+	return 1;
 }
 
 int profile_freeze(struct profile *p, struct target *t, struct symbols *sym,

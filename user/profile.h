@@ -110,10 +110,13 @@ int profile_resolve(struct profile *p, struct target *const *targets, uint32_t n
  * A process is gone: move its samples, symbolized, into `frozen` (identical
  * rows merged; pids and tids kept only when the options show them), drop
  * them here, and return the stack ids nobody uses any more (*dead, malloc'd).
+ * Their frames stay until profile_release().
  */
 int profile_freeze(struct profile *p, struct target *t, struct symbols *sym,
 		   const struct resolve_opts *o, struct resolved *frozen,
 		   uint64_t **dead, size_t *ndead);
+/* Free the frames of stack id if no sample uses them; 1 if freed. */
+int profile_release(struct profile *p, uint64_t id);
 void resolved_free(struct resolved *r);
 
 #endif

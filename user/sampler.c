@@ -492,23 +492,62 @@ int sampler_kstack(struct sampler *s, int32_t id, uint64_t *ips, int max)
 	return n;
 }
 
-int sampler_offcpu_left(struct sampler *s, struct offcpu_left **out)
+uint64_t sampler_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);	/* bpf_ktime_get_ns's clock */
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+int sampler_offcpu_seed(struct sampler *s, uint32_t pid, uint32_t tid, uint64_t stack_id,
+			uint32_t flags, uint64_t since)
+{
+	struct tb_offcpu v = {
+		.since = since, .stack_id = stack_id, .flags = flags | TB_SF_OFFCPU,
+		.kstack = -1, .pid = pid, .away = 1,
+	};
+
+	/* BPF_NOEXIST: a switch-out the BPF side saw meanwhile knows better. */
+	return bpf_map__update_elem(s->skel->maps.offcpu, &tid, sizeof(tid), &v, sizeof(v),
+				    BPF_NOEXIST);
+}
+
+void sampler_offcpu_unseed(struct sampler *s, uint32_t tid, uint64_t since)
+{
+	struct tb_offcpu v;
+
+	if (!bpf_map__lookup_elem(s->skel->maps.offcpu, &tid, sizeof(tid), &v, sizeof(v), 0) &&
+	    v.away && v.since == since)
+		bpf_map__delete_elem(s->skel->maps.offcpu, &tid, sizeof(tid), 0);
+}
+
+int sampler_offcpu_away(struct sampler *s, struct hmap *ids)
 {
 	struct bpf_map *m = s->skel->maps.offcpu;
-	struct timespec ts;
-	struct {
-		__u64 since, stack_id, carry;
-		__u32 flags;
-		__s32 kstack;
-		__u32 pid, away;
-	} v;
 	__u32 key, next, *prev = NULL;
-	uint64_t now, period = s->skel->rodata->period_ns;
+	struct tb_offcpu v;
+
+	while (!bpf_map__get_next_key(m, prev, &next, sizeof(next))) {
+		key = next;
+		prev = &key;
+		if (bpf_map__lookup_elem(m, &key, sizeof(key), &v, sizeof(v), 0) || !v.away)
+			continue;
+		if (!hmap_put(ids, &v.stack_id, NULL))
+			return -1;
+	}
+	return 0;
+}
+
+int sampler_offcpu_left(struct sampler *s, uint64_t now, struct offcpu_left **out)
+{
+	struct bpf_map *m = s->skel->maps.offcpu;
+	struct tb_offcpu v;
+	__u32 key, next, *prev = NULL;
+	uint64_t period = s->skel->rodata->period_ns;
 	int n = 0, cap = 0;
 
 	*out = NULL;
-	clock_gettime(CLOCK_MONOTONIC, &ts);	/* bpf_ktime_get_ns's clock */
-	now = (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 	while (!bpf_map__get_next_key(m, prev, &next, sizeof(next))) {
 		key = next;
 		prev = &key;

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 #include <bpf/libbpf.h>
 #include "events.h"
+#include "hmap.h"
 #include "tachyon.h"
 
 /* Above this many threads, per-task events give way to per-CPU ones. */
@@ -87,14 +88,27 @@ void sampler_forget_stacks(struct sampler *s, const uint64_t *ids, size_t n);
 void sampler_forget_all_stacks(struct sampler *s);
 /* Kernel stack `id` into ips (up to max); returns the number of frames. */
 int sampler_kstack(struct sampler *s, int32_t id, uint64_t *ips, int max);
-/* Wall mode: threads still off CPU now, for crediting at the end. */
+/* Wall mode: threads still off CPU at `now` (sampler_now_ns()), credited up to it. */
 struct offcpu_left {
 	uint32_t pid, tid, flags;
 	int32_t kstack;
 	uint64_t stack_id;
 	uint64_t periods;
 };
-int sampler_offcpu_left(struct sampler *s, struct offcpu_left **out);
+int sampler_offcpu_left(struct sampler *s, uint64_t now, struct offcpu_left **out);
+/* CLOCK_MONOTONIC in ns: the clock of the BPF side's time stamps. */
+uint64_t sampler_now_ns(void);
+/*
+ * Wall mode: tid of pid is off CPU in stack_id since `since` (a thread
+ * already blocked when it became a target). Unless the BPF side has an
+ * entry for it already, it credits the time at switch-in, or the end does.
+ */
+int sampler_offcpu_seed(struct sampler *s, uint32_t pid, uint32_t tid, uint64_t stack_id,
+			uint32_t flags, uint64_t since);
+/* Take back a seeded entry of tid (since `since`) if still there and away. */
+void sampler_offcpu_unseed(struct sampler *s, uint32_t tid, uint64_t since);
+/* Add the stack ids of every thread still off CPU to ids (keys: uint64_t). */
+int sampler_offcpu_away(struct sampler *s, struct hmap *ids);
 int sampler_consume(struct sampler *s);
 /*
  * Swap the in-kernel counts map for the other one (the BPF side counts on

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -22,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "clock.h"
+#include "dump.h"
 #include "errors.h"
 #include "session.h"
 
@@ -35,6 +37,8 @@
  * switches (two timers drifting apart woke the loop four times a second).
  */
 #define HOUSE_S		0.5
+#define CHILD_GRACE_MS	2000	/* -- CMD: from SIGTERM to SIGKILL at the end */
+#define STATUS_FAST_S	1.0	/* gil mode: how long a new target's GIL is looked for often */
 #define EV_RING		(1ULL << 62)
 #define EV_SIGNAL	(2ULL << 62)
 #define EV_STDOUT	(3ULL << 62)
@@ -69,6 +73,8 @@ static int follow_children(const struct session *s)
 {
 	return s->opt->subprocesses || s->opt->all_python;
 }
+
+static void seed_offcpu(struct session *s, struct target *t, uint64_t since);
 
 /* Make t the current incarnation of its pid and start sampling it. */
 static int add_target(struct session *s, struct target *t)
@@ -108,12 +114,66 @@ static int add_target(struct session *s, struct target *t)
 		sampler_watch(&s->sampler, t->pid, follow_children(s));
 	}
 	tb_debug("pid %d: %s, Python %s", t->pid, t->name, t->version);
+	if (s->start_ns)
+		seed_offcpu(s, t, sampler_now_ns());
+	if (!t->layout.walk.gil_addr) {
+		s->status_pending = 1;
+		s->status_fast_until = mono_now() + STATUS_FAST_S;
+	}
 	return 0;
 }
 
 static const char *thread_name(void *ctx, uint32_t target, uint32_t tid);
 static int kernel_frames(void *ctx, int32_t kstack, const char **names, int max);
 static void flush_pending(struct session *s, int final);
+static void new_stack(struct session *s, const struct tb_stack *rec);
+
+/* A thread off CPU now: one we must credit ourselves (see seed_offcpu). */
+static int blocked(pid_t pid, uint64_t tid)
+{
+	char st = proc_thread_state(pid, (pid_t)tid);
+
+	return st && st != 'R' && st != 'Z' && st != '?';
+}
+
+/*
+ * Wall mode: a thread blocked since before t became a target does not
+ * leave a CPU (the BPF side's cue) until it wakes, maybe never. Walk its
+ * stack here, as the BPF side would, and enter it in the `offcpu` map as
+ * away since `since`: the BPF side credits it at switch-in, the end of
+ * the run if it never wakes. Threads in another pid namespace are left
+ * to the BPF side: the map is keyed by our tids, the walk gives theirs.
+ */
+static void seed_offcpu(struct session *s, struct target *t, uint64_t since)
+{
+	static struct dump_thread th[DUMP_MAX_THREADS];
+	static struct tb_stack rec;
+	uint32_t flags;
+	int n, i;
+
+	if (s->opt->mode != TB_MODE_WALL || t->layout.walk.pidns_ino)
+		return;
+	n = dump_threads(t, th, DUMP_MAX_THREADS);
+	for (i = 0; i < n; i++) {
+		if (!blocked(t->pid, th[i].tid) || dump_stack(t, th[i].tstate, &rec, &flags))
+			continue;
+		if (profile_add_stack(&s->prof, &rec, TB_STACK_HDR_SIZE +
+				      rec.depth * sizeof(rec.frames[0])) > 0) {
+			new_stack(s, &rec);
+			hmap_put(&s->limbo, &rec.stack_id, NULL);	/* no sample uses it yet */
+		}
+		if (sampler_offcpu_seed(&s->sampler, (uint32_t)t->pid, (uint32_t)th[i].tid,
+					rec.stack_id, flags, since))
+			continue;
+		/* It woke while we walked, before the entry was in: no switch-in
+		 * will clear it, so it would count as away while it runs. */
+		if (!blocked(t->pid, th[i].tid)) {
+			sampler_offcpu_unseed(&s->sampler, (uint32_t)th[i].tid, since);
+			continue;
+		}
+		s->st.offcpu_seeded++;
+	}
+}
 
 static int pending_for(const struct session *s, uint32_t target)
 {
@@ -157,17 +217,71 @@ static void forget_threads(struct session *s, uint32_t target)
  * rows merged. Its stacks and thread names are no longer needed; the BPF
  * side is told to send a stack's frames again the next time it sees it.
  */
+/*
+ * Free the frames of these stacks (no sample uses them), except those a
+ * thread still off CPU names (wall mode): its credit, at switch-in or at
+ * the end, names the stack, and the BPF side sends no frames then. Those
+ * wait in `limbo` for the next compaction. Call only once the BPF side
+ * has been told to send these stacks again, and with no ring buffer read
+ * in between: a thread leaving the CPU since then sends its stack anew.
+ */
+static void release_stacks(struct session *s, const uint64_t *ids, size_t n)
+{
+	struct hmap away = {0};
+	int wall = s->opt->mode == TB_MODE_WALL && s->sampler.skel;
+	size_t i;
+
+	if (wall && (hmap_init(&away, sizeof(uint64_t)) ||
+		     sampler_offcpu_away(&s->sampler, &away))) {
+		hmap_free(&away);
+		for (i = 0; i < n; i++)
+			hmap_put(&s->limbo, &ids[i], NULL);	/* keep them all */
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		if (wall && hmap_get(&away, &ids[i]) && profile_stack(&s->prof, ids[i])) {
+			hmap_put(&s->limbo, &ids[i], NULL);
+			continue;
+		}
+		hmap_del(&s->limbo, &ids[i]);
+		profile_release(&s->prof, ids[i]);
+	}
+	hmap_free(&away);
+}
+
+/* Compaction: every stack in limbo is looked at again. */
+static void release_limbo(struct session *s)
+{
+	uint64_t *ids = malloc((s->limbo.len + 1) * sizeof(*ids));
+	const uint64_t *k;
+	size_t it = 0, n = 0;
+
+	if (!ids)
+		return;
+	while (hmap_next(&s->limbo, &it, (const void **)&k, NULL))
+		ids[n++] = *k;
+	release_stacks(s, ids, n);
+	free(ids);
+}
+
 static void fold_target(struct session *s, struct target *t, int forget_each)
 {
 	struct resolve_opts ro;
 	uint64_t *dead;
-	size_t ndead;
+	size_t ndead, i;
 
 	resolve_opts_of(s, &ro);
 	if (profile_freeze(&s->prof, t, &s->sym, &ro, &s->frozen, &dead, &ndead))
 		tb_warn("pid %d: out of memory while keeping its samples", t->pid);
-	if (s->sampler.skel && forget_each)
-		sampler_forget_stacks(&s->sampler, dead, ndead);
+	if (forget_each) {
+		if (s->sampler.skel)
+			sampler_forget_stacks(&s->sampler, dead, ndead);
+		release_stacks(s, dead, ndead);
+	} else {
+		/* Compaction: released together once the BPF side forgot all. */
+		for (i = 0; i < ndead; i++)
+			hmap_put(&s->limbo, &dead[i], NULL);
+	}
 	free(dead);
 	forget_threads(s, t->id);
 }
@@ -234,6 +348,7 @@ static void compact(struct session *s)
 	}
 	/* ... including those it sent again while we were folding. */
 	sampler_forget_all_stacks(&s->sampler);
+	release_limbo(s);
 	symbols_next_epoch(&s->sym);
 	s->st.compactions++;
 	tb_debug("compaction %" PRIu64 ": %zu frozen rows, %zu frames; live: %zu rows, %zu stacks, %zu code objects, %zu pending samples",
@@ -407,52 +522,22 @@ static void scan_all(struct session *s)
 	s->next_scan = mono_now() + RESCAN_S;
 }
 
-static uint32_t parent_of(uint32_t pid)
+static void adopt_one(void *ctx, pid_t pid)
 {
-	char path[64], buf[512], *p;
-	unsigned ppid = 0;
-	FILE *f;
+	struct session *s = ctx;
 
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;	/* comm may hold ')' */
-	if (!p || sscanf(p, ") %*c %u", &ppid) != 1)
-		ppid = 0;
-	fclose(f);
-	return ppid;
+	if (target_of(s, (uint32_t)pid))
+		return;
+	sampler_watch(&s->sampler, pid, 1);
+	if (sampler_follow(&s->sampler, &s->so, pid))
+		tb_debug("pid %d: no per-thread events: %s", pid, strerror(errno));
+	discover_later(s, (int32_t)pid, 0);
 }
 
 /* --subprocesses: descendants that were already running when we started. */
 static void adopt_descendants(struct session *s)
 {
-	DIR *dir = opendir("/proc");
-	struct dirent *e;
-	int i, depth;
-
-	if (!dir)
-		return;
-	while ((e = readdir(dir))) {
-		uint32_t pid = (uint32_t)strtoul(e->d_name, NULL, 10), up = pid;
-
-		if (!pid || target_of(s, pid))
-			continue;
-		for (depth = 0; depth < 64 && up > 1; depth++) {
-			up = parent_of(up);
-			for (i = 0; i < s->opt->npids; i++) {
-				if ((pid_t)up != s->opt->pids[i])
-					continue;
-				sampler_watch(&s->sampler, (pid_t)pid, 1);
-				if (sampler_follow(&s->sampler, &s->so, (pid_t)pid))
-					tb_debug("pid %u: no per-thread events: %s", pid, strerror(errno));
-				discover_later(s, (int32_t)pid, 0);
-				goto next;
-			}
-		}
-next:;
-	}
-	closedir(dir);
+	proc_each_descendant(s->opt->pids, s->opt->npids, adopt_one, s);
 }
 
 static int add_pending(struct session *s, const struct agg_key *k, uint64_t weight)
@@ -623,6 +708,49 @@ static void flush_pending(struct session *s, int final)
 }
 
 
+/* -s: a non-Python process whose Python descendants are profiled. */
+static int add_root(struct session *s, pid_t pid)
+{
+	struct root *g = realloc(s->roots, (s->nroots + 1) * sizeof(*g));
+
+	if (!g) {
+		tb_error("startup: out of memory (free some memory)");
+		return -1;
+	}
+	s->roots = g;
+	s->roots[s->nroots].pid = pid;
+	s->roots[s->nroots++].start_time = proc_start_time(pid);
+	return 0;
+}
+
+/* Is a non-Python root (-s) still running? Its descendants may yet come. */
+static int roots_alive(const struct session *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->nroots; i++)
+		if (s->roots[i].start_time && proc_start_time(s->roots[i].pid) == s->roots[i].start_time)
+			return 1;
+	return 0;
+}
+
+/* Once each descendant found at the start has been looked at: if none is
+ * Python, say so once (the run goes on for those to come). */
+static void note_roots(struct session *s)
+{
+	size_t i;
+
+	if (s->roots_said)
+		return;
+	for (i = 0; i < s->ndisc; i++)
+		if (!s->disc[i].attempts)
+			return;
+	s->roots_said = 1;
+	for (i = 0; i < s->nroots && !s->alive; i++)
+		tb_info("pid %d: not a Python process, nor any of its descendants yet: profiling the Python processes it starts (-s)",
+			s->roots[i].pid);
+}
+
 int session_open_targets(struct session *s, const struct options *o)
 {
 	char err[512];
@@ -633,7 +761,8 @@ int session_open_targets(struct session *s, const struct options *o)
 	s->epfd = s->sigfd = s->child_pidfd = s->child_gate = s->extra_fd = -1;
 	if (hmap_init(&s->by_pid, sizeof(uint32_t)) || profile_init(&s->prof) ||
 	    symbols_init(&s->sym) || hmap_init(&s->thread_names, sizeof(struct thread_key)) ||
-	    hmap_init(&s->refused, sizeof(uint32_t)) || resolved_init(&s->frozen)) {
+	    hmap_init(&s->refused, sizeof(uint32_t)) || resolved_init(&s->frozen) ||
+	    hmap_init(&s->limbo, sizeof(uint64_t))) {
 		tb_error("startup: out of memory (free some memory)");
 		return TB_EXIT_RUNTIME;
 	}
@@ -644,6 +773,12 @@ int session_open_targets(struct session *s, const struct options *o)
 			return TB_EXIT_RUNTIME;
 		err[0] = 0;
 		ret = target_open(o->pids[i], o->layout_flags, t, err, sizeof(err));
+		if (ret == TARGET_NOT_PYTHON && o->subprocesses) {
+			free(t);
+			if (add_root(s, o->pids[i]))
+				return TB_EXIT_RUNTIME;
+			continue;	/* a shell, a supervisor: its descendants count */
+		}
 		if (ret) {
 			target_report(o->pids[i], ret, err[0] ? err : "unknown reason");
 			free(t);
@@ -784,6 +919,8 @@ int session_start(struct session *s)
 		tb_error("BPF: %s", err);
 		return TB_EXIT_RUNTIME;
 	}
+	for (i = 0; i < s->nroots; i++)
+		sampler_watch(&s->sampler, s->roots[i].pid, 1);
 	for (i = 0; i < s->ntargets; i++) {
 		if (sampler_add(&s->sampler, s->targets[i]->pid, &s->targets[i]->layout.walk) ||
 		    sampler_watch(&s->sampler, s->targets[i]->pid, follow_children(s))) {
@@ -835,6 +972,7 @@ static void child_exited(struct session *s)
 {
 	if (waitpid(s->child, &s->child_status, WNOHANG) <= 0)
 		return;
+	s->child_reaped = 1;
 	epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->child_pidfd, NULL);
 	tb_debug("command exited with status %d", s->child_status);
 	s->stop = STOP_TARGETS_EXITED;
@@ -889,10 +1027,21 @@ static void handle(struct session *s, const struct epoll_event *ev)
  * when there is work (a few times a second when samples are counted in
  * the kernel).
  */
+/*
+ * An interpreter just found may not have its GIL yet (a launched command
+ * starting up): until the BPF side has its address, gil mode cannot judge
+ * a sample (it keeps it). Look again at the discovery pace for a second
+ * after a target is added, then at the usual HOUSE_S.
+ */
+static int status_soon(const struct session *s, double now)
+{
+	return s->status_pending && s->opt->mode == TB_MODE_GIL && now < s->status_fast_until;
+}
+
 static int poll_timeout(const struct session *s, double start, double due)
 {
-	int ms = s->ndisc ? DISCOVER_MS : POLL_MS;
 	double now = mono_now(), left;
+	int ms = s->ndisc || status_soon(s, now) ? DISCOVER_MS : POLL_MS;
 
 	if (s->tick && s->tick_interval * 1000 < ms)
 		ms = (int)(s->tick_interval * 1000) + 1;
@@ -916,11 +1065,15 @@ static void refresh_targets(struct session *s)
 {
 	uint32_t i;
 
+	s->status_pending = 0;
 	for (i = 0; i < s->ntargets; i++) {
 		struct target *t = s->targets[i];
 
-		if (t && !t->exited && target_refresh(t))
+		if (!t || t->exited)
+			continue;
+		if (target_refresh(t))
 			sampler_add(&s->sampler, t->pid, &t->layout.walk);
+		s->status_pending |= !t->layout.walk.gil_addr;
 	}
 }
 
@@ -929,19 +1082,53 @@ static void check_stop(struct session *s, double start)
 	if (s->opt->duration && mono_now() - start >= s->opt->duration)
 		s->stop = STOP_DURATION;
 	/* -p: when every target (and any process being set up) is gone. */
-	if (!s->opt->all_python && !s->opt->cmd && !s->alive && !s->ndisc)
+	if (!s->opt->all_python && !s->opt->cmd && !s->alive && !s->ndisc && !roots_alive(s))
 		s->stop = STOP_TARGETS_EXITED;
 }
 
+/* Has the child exited within ms milliseconds? (Reaps it.) */
+static int child_gone(struct session *s, int ms)
+{
+	struct pollfd p = { .fd = s->child_pidfd, .events = POLLIN };
+
+	if (s->child_pidfd >= 0)
+		poll(&p, 1, ms);
+	else
+		usleep(ms * 1000);
+	if (waitpid(s->child, &s->child_status, WNOHANG) != s->child)
+		return 0;
+	s->child_reaped = 1;
+	return 1;
+}
+
+/*
+ * -- CMD outlived the run (-d, a signal): end it as py-spy does, SIGTERM
+ * and SIGKILL after a grace period, so that it does not linger, re-parented
+ * to init, holding the caller's terminal or pipes. --keep-running leaves
+ * it be.
+ */
+static void end_child(struct session *s)
+{
+	if (s->child <= 0 || s->child_reaped || s->opt->keep_running)
+		return;
+	tb_debug("the run ended before the command: sending it SIGTERM");
+	if (kill(s->child, SIGTERM) || child_gone(s, CHILD_GRACE_MS))
+		return;
+	tb_warn("%s (pid %d) did not exit %d s after SIGTERM: sending SIGKILL",
+		s->opt->cmd[0], s->child, CHILD_GRACE_MS / 1000);
+	kill(s->child, SIGKILL);
+	child_gone(s, CHILD_GRACE_MS);
+}
+
 /* Wall mode: threads still blocked at the end get their time too. */
-static void credit_offcpu(struct session *s)
+static void credit_offcpu(struct session *s, uint64_t end_ns)
 {
 	struct offcpu_left *v;
 	int i, n;
 
 	if (s->opt->mode != TB_MODE_WALL)
 		return;
-	n = sampler_offcpu_left(&s->sampler, &v);
+	n = sampler_offcpu_left(&s->sampler, end_ns, &v);
 	for (i = 0; i < n; i++) {
 		if (!v[i].periods)
 			continue;
@@ -955,10 +1142,18 @@ static void credit_offcpu(struct session *s)
 void session_run(struct session *s)
 {
 	struct epoll_event ev[16];
-	double start = mono_now(), last_house = start, last_tick = start, last_compact = start;
+	double start, last_house, last_tick, last_compact;
+	uint64_t end_ns;
+	uint32_t t;
 	int n, i;
 
+	s->start_ns = sampler_now_ns();
+	start = last_house = last_tick = last_compact = s->start_ns / 1e9;
 	s->st.start_unix = wall_now();
+	/* Wall mode: threads already blocked count from now. */
+	for (t = 0; t < s->ntargets; t++)
+		if (s->targets[t] && !s->targets[t]->exited)
+			seed_offcpu(s, s->targets[t], s->start_ns);
 	check_stop(s, start);
 	while (!s->stop) {
 		n = epoll_wait(s->epfd, ev, 16,
@@ -975,8 +1170,12 @@ void session_run(struct session *s)
 		flush_pending(s, 0);
 		if (s->ndisc)
 			run_discovery(s);
+		if (s->nroots)
+			note_roots(s);
 		if (s->opt->all_python && mono_now() >= s->next_scan)
 			scan_all(s);
+		if (status_soon(s, mono_now()))
+			refresh_targets(s);
 		if (mono_now() - last_house >= HOUSE_S) {
 			refresh_targets(s);
 			read_counts(s);
@@ -994,13 +1193,15 @@ void session_run(struct session *s)
 	}
 	/* Stop the events, then read what they left in the kernel. */
 	sampler_detach(&s->sampler);
-	s->st.seconds = mono_now() - start;
+	end_ns = sampler_now_ns();	/* the end of the run, for every count */
+	s->st.seconds = (end_ns - s->start_ns) / 1e9;
 	read_counts(s);
 	sampler_consume(&s->sampler);
-	credit_offcpu(s);
+	credit_offcpu(s, end_ns);
 	flush_pending(s, 1);
 	sampler_counters(&s->sampler, s->st.bpf);
 	sampler_prog_stats(&s->sampler, &s->st.run_ns, &s->st.run_cnt);
+	end_child(s);
 }
 
 static const char *thread_name(void *ctx, uint32_t target, uint32_t tid)
@@ -1078,12 +1279,14 @@ void session_close(struct session *s)
 		free(*val);
 	hmap_free(&s->thread_names);
 	hmap_free(&s->refused);
+	hmap_free(&s->limbo);
 	symbols_free(&s->sym);
 	profile_free(&s->prof);
 	hmap_free(&s->by_pid);
 	ksyms_free(&s->ksyms);
 	free(s->pend);
 	free(s->disc);
+	free(s->roots);
 	if (s->epfd >= 0)
 		close(s->epfd);
 	if (s->sigfd >= 0)

@@ -35,6 +35,7 @@ struct session_stats {
 	uint64_t missing_stack;		/* samples whose frames never arrived */
 	uint64_t bad_records;
 	uint64_t offcpu_final;		/* periods credited at the end (still blocked) */
+	uint64_t offcpu_seeded;		/* threads found blocked, credited from the start */
 	uint64_t proc_events;
 	uint64_t processes;		/* targets profiled, all incarnations */
 	uint64_t compactions;		/* live profiles folded (bounded memory) */
@@ -49,6 +50,12 @@ struct discover {
 	int attempts;
 	double next_try;
 	int announce;			/* say why on stderr if it is not Python */
+};
+
+/* -s: a target given with -p that is not Python (its descendants are). */
+struct root {
+	pid_t pid;
+	uint64_t start_time;		/* tells a recycled pid from it */
 };
 
 struct pend_sample {
@@ -69,10 +76,14 @@ struct session {
 	struct hmap by_pid;		/* pid -> current target index + 1 */
 	struct hmap thread_names;	/* {target, tid} -> char * */
 	struct hmap refused;		/* pids already reported unsupported */
+	struct hmap limbo;		/* stack ids no sample uses, kept for a thread off CPU */
 	struct pend_sample *pend;	/* samples waiting for their stack */
 	size_t npend, pend_cap;
 	struct discover *disc;
 	size_t ndisc, disc_cap;
+	struct root *roots;
+	size_t nroots;
+	int roots_said;			/* "no Python descendants yet" said (or not needed) */
 	struct ksyms ksyms;
 	int ksyms_loaded;
 	int32_t child;			/* -- CMD: its pid; 0 if none */
@@ -82,9 +93,13 @@ struct session {
 	int child_pidfd;
 	int child_gate;			/* write end: released once sampling is on */
 	int child_status;
+	int child_reaped;		/* it exited and we waited for it */
 	int child_execd;		/* its exec happened (the command could be run) */
 	int epfd, sigfd;
 	double next_scan;		/* --all-python: next /proc rescan */
+	uint64_t start_ns;		/* the run's start (CLOCK_MONOTONIC); 0 before */
+	int status_pending;		/* a target's GIL address is still unknown */
+	double status_fast_until;	/* ... look for it often until then */
 	enum stop_reason stop;
 	int signo;
 	struct session_stats st;

@@ -81,11 +81,12 @@ void stats_print(const struct session *s, uint64_t written)
 	stats_summarize(s, written, &sum);
 	tb_info("%" PRIu64 " samples in %.1f s (%s mode, %s, %s): %.1f/s, %.1f/s per CPU on %d CPUs, %" PRIu64 " process(es)",
 		sum.collected, st->seconds, mode_name(s->opt->mode), s->opt->event->name,
-		cli_rate_text(s->opt, rate, sizeof(rate)), c[TB_C_EVENTS] / secs,
-		c[TB_C_EVENTS] / secs / ncpus, ncpus, st->processes);
+		cli_rate_text(s->opt, rate, sizeof(rate)), sum.collected / secs,
+		sum.collected / secs / ncpus, ncpus, st->processes);
 	if (s->opt->mode == TB_MODE_WALL)
-		tb_info("off-CPU: %" PRIu64 " periods credited at switch-in, %" PRIu64 " at the end, from %" PRIu64 " switch-outs",
-			c[TB_C_OFFCPU_WEIGHT], st->offcpu_final, c[TB_C_OFFCPU_WALKS]);
+		tb_info("off-CPU: %" PRIu64 " periods credited at switch-in, %" PRIu64 " at the end, from %" PRIu64 " switch-outs and %" PRIu64 " threads blocked when found",
+			c[TB_C_OFFCPU_WEIGHT], st->offcpu_final, c[TB_C_OFFCPU_WALKS],
+			st->offcpu_seeded);
 	tb_info("written %" PRIu64 ", lost %" PRIu64 " (ring buffer full), dropped %" PRIu64
 		" (no thread state %" PRIu64 ", no Python frame %" PRIu64 ", GIL not held %" PRIu64
 		", missing stack %" PRIu64 ", unknown pid %" PRIu64 ")",
@@ -137,7 +138,7 @@ void stats_write_json(const struct session *s, uint64_t written)
 		", \"aggregated\": %" PRIu64 ", \"bpf_frames\": %" PRIu64
 		", \"bpf_code_memo\": %" PRIu64 ",\n"
 		" \"events\": %" PRIu64 ", \"offcpu_periods\": %" PRIu64 ", \"offcpu_final\": %" PRIu64
-		", \"offcpu_lost\": %" PRIu64 ", \"processes\": %" PRIu64 ",\n"
+		", \"offcpu_lost\": %" PRIu64 ", \"offcpu_seeded\": %" PRIu64 ", \"processes\": %" PRIu64 ",\n"
 		" \"duration_s\": %.3f, \"rate_hz\": %.1f, \"rate_hz_per_cpu\": %.1f, \"cpus\": %d,\n"
 		" \"bpf_ns_per_sample\": %.1f, \"bpf_runs\": %" PRIu64 ", \"bpf_ns_per_run\": %.1f,\n"
 		" \"rss_kb\": %" PRIu64 ", \"rss_peak_kb\": %" PRIu64 ", \"code_cached\": %zu"
@@ -152,7 +153,7 @@ void stats_write_json(const struct session *s, uint64_t written)
 		c[TB_C_READ_CODE], st->stacks, s->sym.reads, s->sym.lookups, c[TB_C_TSTATE_MISS],
 		c[TB_C_STALE_CFRAME], c[TB_C_AGGREGATED], c[TB_C_FRAMES], c[TB_C_CODE_MEMO],
 		c[TB_C_EVENTS], c[TB_C_OFFCPU_WEIGHT], st->offcpu_final, c[TB_C_OFFCPU_LOST],
-		st->processes,
+		st->offcpu_seeded, st->processes,
 		st->seconds, c[TB_C_EVENTS] / secs, c[TB_C_EVENTS] / secs / (st->ncpus ? st->ncpus : 1),
 		st->ncpus, bpf_ns_per_sample(st), st->run_cnt,
 		st->run_cnt ? (double)st->run_ns / st->run_cnt : 0.0,

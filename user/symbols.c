@@ -367,7 +367,11 @@ const char *symbols_short_path(const char *path, const char *cwd, size_t cwd_len
 			return p + 1;
 	}
 	if (cwd_len > 1 && !strncmp(path, cwd, cwd_len) && path[cwd_len])
-		return path + cwd_len;
+		path += cwd_len;
+	/* `python ./app.py` records "CWD/./app.py" (3.9+) or "./app.py": the
+	 * "./" says nothing. */
+	while (path[0] == '.' && path[1] == '/' && path[2])
+		path += 2;
 	return path;
 }
 

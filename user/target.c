@@ -155,9 +155,53 @@ static int takes_value(const char *opt)
 	return !strcmp(opt, "-W") || !strcmp(opt, "-X") || !strcmp(opt, "--check-hash-based-pycs");
 }
 
+/* The dynamic loader run as a program: ld-linux-x86-64.so.2, ld.so. */
+static int is_loader(const char *exe)
+{
+	const char *b = base_name(exe);
+
+	return !strcmp(b, "ld.so") || (!strncmp(b, "ld-", 3) && strstr(b, ".so"));
+}
+
+/* ld.so's options that take a value (glibc's rtld --help). */
+static int loader_takes_value(const char *opt)
+{
+	static const char *const with_value[] = {
+		"--library-path", "--inhibit-rpath", "--audit", "--preload", "--argv0",
+		"--glibc-hwcaps-prepend", "--glibc-hwcaps-mask",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(with_value) / sizeof(with_value[0]); i++)
+		if (!strcmp(opt, with_value[i]))
+			return 1;
+	return 0;
+}
+
+/*
+ * `ld-linux-x86-64.so.2 [OPTIONS] PROGRAM ARGS...` (how some relocated
+ * interpreters start): the program it loads is the executable that counts.
+ */
+static const char *skip_loader(const char *exe, const char *end)
+{
+	const char *arg = exe;
+
+	if (!is_loader(exe))
+		return exe;
+	for (arg += strnlen(arg, (size_t)(end - arg)) + 1; arg < end;
+	     arg += strnlen(arg, (size_t)(end - arg)) + 1) {
+		if (loader_takes_value(arg))
+			arg += strnlen(arg, (size_t)(end - arg)) + 1;
+		else if (strncmp(arg, "--", 2))
+			return arg;
+	}
+	return exe;
+}
+
 void target_name_from_cmdline(const char *cmdline, size_t len, char *out, size_t outlen)
 {
-	const char *arg = cmdline, *end = cmdline + len, *exe = cmdline;
+	const char *end = cmdline + len, *exe = len ? skip_loader(cmdline, end) : cmdline;
+	const char *arg = exe;
 
 	snprintf(out, outlen, "%s", len ? base_name(exe) : "?");
 	/* An embedding program's arguments are its own, not a script. */

@@ -115,6 +115,11 @@ static void test_short_paths(void **state)
 	assert_string_equal(symbols_short_path("/home/u/proj/app.py", "/home/u/", 8), "proj/app.py");
 	assert_string_equal(symbols_short_path("/opt/other.py", "/home/u/", 8), "/opt/other.py");
 	assert_string_equal(symbols_short_path("<string>", "/home/u/", 8), "<string>");
+	assert_string_equal(symbols_short_path("./tests/x.py", "/home/u/", 8), "tests/x.py");
+	assert_string_equal(symbols_short_path("././x.py", "/home/u/", 8), "x.py");
+	assert_string_equal(symbols_short_path("../x.py", "/home/u/", 8), "../x.py");
+	assert_string_equal(symbols_short_path("./", "/home/u/", 8), "./");
+	assert_string_equal(symbols_short_path("/home/u/./t/x.py", "/home/u/", 8), "t/x.py");
 }
 
 static struct rframe fr(const char *name, const char *file, int line)

@@ -1,7 +1,8 @@
 """Workloads for the sampling modes.
 
-usage: modes.py sleep|gil|io|named [MAX_SECONDS]
+usage: modes.py sleep|nap|gil|io|named [MAX_SECONDS]
   sleep  main thread: sleeping() sleeps 90% of the time, burning() spins 10%
+  nap    main thread: napping() sleeps until SIGUSR1, then sleeps again
   gil    spin_python() holds the GIL; hash_nogil() hashes big buffers in C with
          the GIL released (hashlib drops it for large inputs)
   io     write_files() writes and fsyncs a temp file in a loop (syscalls)
@@ -12,6 +13,7 @@ import ctypes
 import hashlib
 import json
 import os
+import signal
 import sys
 import tempfile
 import threading
@@ -42,6 +44,29 @@ def sleep_main(limit):
     while time.monotonic() < end:
         sleeping(0.09)
         burning(0.01)
+
+
+def napping(seconds):
+    time.sleep(seconds)
+
+
+class Wake(Exception):
+    pass
+
+
+def wake(sig, frame):
+    raise Wake()
+
+
+def nap_main(limit):
+    signal.signal(signal.SIGUSR1, wake)
+    ready()
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        try:
+            napping(end - time.monotonic())
+        except Wake:
+            pass
 
 
 def spin_python(stop):
@@ -115,4 +140,4 @@ def named_main(limit):
 if __name__ == "__main__":
     what = sys.argv[1]
     limit = float(sys.argv[2]) if len(sys.argv) > 2 else 30
-    {"sleep": sleep_main, "gil": gil_main, "io": io_main, "named": named_main}[what](limit)
+    {"sleep": sleep_main, "nap": nap_main, "gil": gil_main, "io": io_main, "named": named_main}[what](limit)
