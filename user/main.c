@@ -215,8 +215,12 @@ static int run(struct options *o, FILE *out)
 	int top = o->command == CMD_TOP, ret;
 
 	ret = session_open_targets(&s, o);
-	if (!ret)
-		ret = attach(&s, &tp, &h);
+	if (ret) {
+		/* Nothing attached yet: top's state was never set up. */
+		session_close(&s);
+		return ret;
+	}
+	ret = attach(&s, &tp, &h);
 	if (!ret)
 		ret = session_start(&s);
 	if (!ret && top)

@@ -18,8 +18,8 @@ import signal
 import subprocess
 import time
 
-from common import (WORKLOADS, art_path, binary, check, fail, primary_python, run_profiler,
-                    spawn, start_workload, timeout)
+from common import (WORKLOADS, art_path, binary, check, fail, primary_python, pyenv_python,
+                    run_profiler, sigdesc, spawn, start_workload, timeout, unused_pid)
 
 COLS, ROWS = 140, 40
 ROW_RE = re.compile(r"^\s*([\d.]+)%\s+([\d.]+)%\s+([\d.]+)\s+([\d.]+)\s+(.+?) \((.+):(\d+)\)\s*$")
@@ -244,6 +244,25 @@ def test_top_needs_terminal():
         e = p.stderr.decode().strip()
         check(p.returncode == 2 and "\n" not in e and msg in e,
               "top %s: exit %d, stderr %r; expected exit 2 and %r" % (args, p.returncode, e, msg))
+
+
+@timeout(60)
+def test_top_attach_errors():
+    """A target top cannot watch: one line, exit 1, no crash (top's screen
+    was never set up, so there is nothing to tear down)."""
+    sleeper = spawn(["sleep", "60"], stdin=subprocess.DEVNULL)
+    old = start_workload(pyenv_python("3.10.13"), "spinner.py", 60)
+    for pid, what, word in ((unused_pid(), "no such pid", "no such process"),
+                            (sleeper.pid, "not Python", "not a Python process"),
+                            (old.pid, "Python 3.10", "3.10")):
+        p = subprocess.run([binary(), "top", "-p", str(pid)], stdin=subprocess.DEVNULL,
+                           capture_output=True, timeout=20)
+        e = p.stderr.decode().strip()
+        check(p.returncode == 1, "top -p %d (%s): %s, expected exit 1; stderr %r"
+              % (pid, what, sigdesc(p.returncode), e))
+        check("\n" not in e and word in e and e.startswith("tachyon-bpf: "),
+              "top -p %d (%s): expected one line with %r, got %r" % (pid, what, word, e))
+        check(p.stdout == b"", "top -p %d (%s): stdout not empty: %r" % (pid, what, p.stdout))
 
 
 # --------------------------------------------------------------------------
