@@ -667,6 +667,25 @@ static int early_option(int c, char **argv, const struct options *o)
 	return -1;
 }
 
+/*
+ * -o's extension picks the format; a name without one is collapsed stacks,
+ * but an extension we do not know is refused rather than silently getting
+ * collapsed text in a file called x.html.
+ */
+static int writer_from_path(struct options *o)
+{
+	const char *base = strrchr(o->output, '/'), *dot;
+
+	base = base ? base + 1 : o->output;
+	dot = strrchr(base, '.');
+	o->writer = writer_for_path(o->output);
+	if (o->writer || !dot || dot == base)
+		return 0;
+	tb_error("-o %s: %s is not an output format's extension (name the file %s, or choose the format with -f FORMAT)",
+		 o->output, dot, writer_extensions());
+	return -1;
+}
+
 int cli_parse(int argc, char **argv, struct options *o)
 {
 	char seen[OPT_END] = "";
@@ -695,8 +714,8 @@ int cli_parse(int argc, char **argv, struct options *o)
 	}
 	if (check_rest(argc, argv, o) || check_combination(o, seen))
 		return TB_EXIT_USAGE;
-	if (!o->writer && o->output)
-		o->writer = writer_for_path(o->output);
+	if (!o->writer && o->output && writer_from_path(o))
+		return TB_EXIT_USAGE;
 	if (!o->writer)
 		o->writer = writer_default();
 	tb_verbose = o->verbose;

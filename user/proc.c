@@ -640,6 +640,21 @@ static int try_candidates(struct locate *lc, struct py_location *loc)
 	return PROC_NOT_PYTHON;
 }
 
+/* No runtime found: an interpreter file's version, to tell an old Python. */
+static void version_of_names(const struct locate *lc, struct py_location *loc)
+{
+	size_t i;
+
+	for (i = 0; i < lc->maps.nobjs && !loc->version_hint[0]; i++) {
+		const struct object *o = &lc->maps.objs[i];
+
+		if (object_rank(lc, o) != RANK_PYTHON_NAME)
+			continue;
+		pyelf_version_from_name(o->path, loc->version_hint, sizeof(loc->version_hint));
+		snprintf(loc->path, sizeof(loc->path), "%s", o->path);
+	}
+}
+
 static int locate_setup(struct locate *lc)
 {
 	char path[64];
@@ -671,6 +686,8 @@ int proc_locate_python(pid_t pid, struct py_location *loc, char *err, size_t err
 	ret = locate_setup(&lc);
 	if (ret == PROC_OK)
 		ret = try_candidates(&lc, loc);
+	if (ret == PROC_NOT_PYTHON)
+		version_of_names(&lc, loc);
 	if (ret == PROC_NOT_PYTHON && proc_gone(pid)) {
 		seterr(err, errlen, "process %d exited", (int)pid);
 		ret = PROC_NO_PROCESS;
