@@ -305,15 +305,21 @@ static int parse_event(const char *arg, struct options *o)
 	return 0;
 }
 
+static const char *const mode_names[] = {
+	[TB_MODE_CPU] = "cpu", [TB_MODE_WALL] = "wall", [TB_MODE_GIL] = "gil",
+};
+
+const char *cli_mode_name(int mode)
+{
+	return mode >= 0 && mode < 3 ? mode_names[mode] : "cpu";
+}
+
 static int parse_mode(const char *arg, struct options *o)
 {
-	static const char *const names[] = {
-		[TB_MODE_CPU] = "cpu", [TB_MODE_WALL] = "wall", [TB_MODE_GIL] = "gil",
-	};
 	int i;
 
 	for (i = 0; i < 3; i++) {
-		if (!strcmp(arg, names[i])) {
+		if (!strcmp(arg, mode_names[i])) {
 			o->mode = i;
 			return 0;
 		}

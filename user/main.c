@@ -113,6 +113,15 @@ static FILE *open_output(const char *path)
 	return f;
 }
 
+static int close_output(const struct options *o, FILE *out, int ret)
+{
+	if (out && out != stdout && fclose(out) && !ret) {
+		tb_error("-o %s: %s", o->output, strerror(errno));
+		ret = TB_EXIT_RUNTIME;
+	}
+	return ret;
+}
+
 /* What runs from the session's tick while recording. */
 struct hooks {
 	struct progress progress;
@@ -171,30 +180,49 @@ static int write_profile(struct session *s, FILE *out, const struct resolved *r)
 	return TB_EXIT_RUNTIME;
 }
 
-/* Symbolize, write, report. Returns the exit code. */
-static int finish(struct session *s, FILE *out, struct hooks *h)
+/* Where the closing line says the profile went: the -o file, if written. */
+static const char *written_to(const struct session *s, FILE *out, int ret)
 {
+	if (!out || out == stdout || ret || s->stop == STOP_PIPE_CLOSED)
+		return NULL;
+	return s->opt->output;
+}
+
+/*
+ * Symbolize, write, report. Returns the exit code. A recording that
+ * profiled nothing writes nothing (an -o file keeps what it held) and
+ * fails with one line saying why.
+ */
+static int finish(struct session *s, FILE *out, FILE *statsf, struct hooks *h)
+{
+	char rate[32];
 	struct resolved r = {
 		.event = s->opt->event->name, .freq = s->opt->freq,
+		.mode = cli_mode_name(s->opt->mode),
+		.rate = cli_rate_text(s->opt, rate, sizeof(rate)),
 		.start_unix = s->st.start_unix, .duration_s = s->st.seconds,
 	};
-	int ret;
+	int ret, empty;
 
 	if (session_resolve(s, &r)) {
 		tb_error("writing the profile: out of memory");
 		resolved_free(&r);
 		return TB_EXIT_RUNTIME;
 	}
-	ret = write_profile(s, out, &r);
-	if (s->opt->summary && output_summary(stderr, &r))
+	empty = out && !r.total && s->stop != STOP_PIPE_CLOSED;
+	ret = empty ? TB_EXIT_RUNTIME : write_profile(s, out, &r);
+	if (!empty && s->opt->summary && output_summary(stderr, &r))
 		tb_warn("--summary: %s", strerror(errno));
 	if (h && h->pyro_on)
 		pyroscope_push(&h->pyro, s, 1);
-	/* top's screen said it all; its statistics only when asked. */
-	if (out || s->opt->verbose)
+	if (s->opt->verbose)
 		stats_print(s, r.total);
-	if (s->opt->stats_path)
-		stats_write_json(s, r.total);
+	if (empty)
+		stats_explain_empty(s, session_refused_command(s));
+	else if (out)	/* top's screen said it all */
+		stats_line(s, r.total, written_to(s, out, ret));
+	if (statsf)
+		stats_write_json(statsf, s, r.total);
 	resolved_free(&r);
 	return ret;
 }
@@ -207,7 +235,7 @@ static int attach(struct session *s, struct top *tp, struct hooks *h)
 	return hooks_attach(h, s);
 }
 
-static int run(struct options *o, FILE *out)
+static int run(struct options *o, FILE *out, FILE *statsf)
 {
 	static struct session s;
 	static struct hooks h;
@@ -233,7 +261,7 @@ static int run(struct options *o, FILE *out)
 			top_end(&tp);
 		else
 			progress_clear(&h.progress);
-		ret = s.stop == STOP_ERROR ? TB_EXIT_RUNTIME : finish(&s, out, top ? NULL : &h);
+		ret = s.stop == STOP_ERROR ? TB_EXIT_RUNTIME : finish(&s, out, statsf, top ? NULL : &h);
 	} else if (top) {
 		top_end(&tp);
 	}
@@ -245,7 +273,7 @@ static int run(struct options *o, FILE *out)
 int main(int argc, char **argv)
 {
 	struct options o;
-	FILE *out = NULL;
+	FILE *out = NULL, *statsf = NULL;
 	int ret;
 
 	ret = cli_parse(argc, argv, &o);
@@ -259,15 +287,21 @@ int main(int argc, char **argv)
 		return TB_EXIT_RUNTIME;
 	if (cli_check_rate(&o))
 		return TB_EXIT_USAGE;
+	/* Both files are checked before the run, not found unwritable after it. */
 	if (o.command != CMD_TOP) {
 		out = open_output(o.output);
 		if (!out)
 			return TB_EXIT_RUNTIME;
 	}
-	ret = run(&o, out);
-	if (out && out != stdout && fclose(out) && !ret) {
-		tb_error("-o %s: %s", o.output, strerror(errno));
-		ret = TB_EXIT_RUNTIME;
+	if (o.stats_path) {
+		statsf = stats_open(o.stats_path);
+		if (!statsf) {
+			close_output(&o, out, 0);
+			return TB_EXIT_RUNTIME;
+		}
 	}
-	return ret;
+	ret = run(&o, out, statsf);
+	if (statsf)
+		fclose(statsf);
+	return close_output(&o, out, ret);
 }

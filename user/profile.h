@@ -71,6 +71,8 @@ struct resolved {
 	/* what the counts mean */
 	const char *event;	/* "cpu-clock" */
 	uint64_t freq;		/* -F, samples per second per CPU */
+	const char *mode;	/* "cpu", "wall", "gil"; NULL: unknown */
+	const char *rate;	/* how the rate was asked: "-F 99", "-c 1000000" */
 	double start_unix;	/* wall-clock start, seconds */
 	double duration_s;
 	struct hmap index;	/* (name, file, line) -> rframe, while building */

@@ -295,8 +295,17 @@ static void refuse_once(struct session *s, int32_t pid, const char *why)
 	int added = 0;
 
 	hmap_put(&s->refused, &key, &added);
-	if (added)
-		tb_warn("pid %d: %s; not profiled", pid, why);
+	/* The command itself: if nothing else is profiled, this is the
+	 * run's closing error (stats_explain_empty), said once. */
+	if (added && pid == s->child && !s->refused_cmd[0])
+		snprintf(s->refused_cmd, sizeof(s->refused_cmd), "%s", why);
+	else if (added)
+		tb_warn("pid %d: not profiled: %s", pid, why);
+}
+
+const char *session_refused_command(const struct session *s)
+{
+	return s->refused_cmd[0] ? s->refused_cmd : NULL;
 }
 
 /* One attempt at a process; 1 = done with it (profiled or given up). */
@@ -805,9 +814,6 @@ static void child_exited(struct session *s)
 	sampler_consume(&s->sampler);	/* its exec event, if it was quick */
 	if (!s->child_execd)
 		s->stop = STOP_ERROR;	/* exec failed: the child said why */
-	else if (!s->st.processes)
-		tb_warn("%s: not a Python process (or it exited before its interpreter started); nothing profiled",
-			s->opt->cmd[0]);
 }
 
 static void read_signal(struct session *s)
@@ -1009,6 +1015,8 @@ int session_resolve(struct session *s, struct resolved *r)
 		return -1;
 	r->event = meta.event;
 	r->freq = meta.freq;
+	r->mode = meta.mode;
+	r->rate = meta.rate;
 	r->start_unix = meta.start_unix;
 	r->duration_s = meta.duration_s;
 	return profile_resolve(&s->prof, s->targets, s->ntargets, s->procs, &s->sym, &ro, r);

@@ -79,6 +79,7 @@ struct session {
 	int child_gate;			/* write end: released once sampling is on */
 	int child_status;
 	int child_execd;		/* its exec happened (the command could be run) */
+	char refused_cmd[512];		/* why the command's own Python was refused */
 	int epfd, sigfd;
 	double next_scan;		/* --all-python: next /proc rescan */
 	enum stop_reason stop;
@@ -103,5 +104,7 @@ void session_run(struct session *s);
 /* The symbolized profile, with the options' extra frames. */
 int session_resolve(struct session *s, struct resolved *r);
 void session_close(struct session *s);
+/* Why the -- command's interpreter was refused, or NULL. */
+const char *session_refused_command(const struct session *s);
 
 #endif

@@ -206,11 +206,15 @@ static void function(struct pprof *p, size_t i)
 /* What a sample stands for: 1/freq seconds of the event's clock. */
 static const char *time_type(const struct resolved *r)
 {
+	if (r->mode)
+		return !strcmp(r->mode, "wall") ? "wall" : "cpu";
 	return r->event && !strcmp(r->event, "wall") ? "wall" : "cpu";
 }
 
 static void header(struct pprof *p, const struct resolved *r, uint64_t period)
 {
+	char what[96];
+
 	value_type(p, PROFILE_SAMPLE_TYPE, "samples", "count");
 	value_type(p, PROFILE_SAMPLE_TYPE, time_type(r), "nanoseconds");
 	value_type(p, PROFILE_PERIOD_TYPE, time_type(r), "nanoseconds");
@@ -218,8 +222,9 @@ static void header(struct pprof *p, const struct resolved *r, uint64_t period)
 	pb_int(&p->pb, PROFILE_TIME_NANOS, (int64_t)(r->start_unix * 1e9));
 	pb_int(&p->pb, PROFILE_DURATION_NANOS, (int64_t)(r->duration_s * 1e9));
 	pb_int(&p->pb, PROFILE_DEFAULT_SAMPLE_TYPE, sid(p, time_type(r)));
-	snprintf(p->comment, sizeof(p->comment), "tachyon-bpf: event %s, %" PRIu64 " Hz, %" PRIu64
-		 " samples", r->event ? r->event : "?", r->freq, r->total);
+	resolved_what(r, what, sizeof(what));
+	snprintf(p->comment, sizeof(p->comment), "tachyon-bpf: %s, %" PRIu64 " samples", what,
+		 r->total);
 	pb_int(&p->pb, PROFILE_COMMENT, sid(p, p->comment));
 }
 
