@@ -215,6 +215,16 @@ static long long parse_count(const char *s, long long max)
 	return v;
 }
 
+int cli_has_pid(const struct options *o, pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < o->npids; i++)
+		if (o->pids[i] == pid)
+			return 1;
+	return 0;
+}
+
 static int parse_pids(const char *arg, struct options *o)
 {
 	char *copy = strdup(arg), *tok, *save = NULL;
@@ -236,7 +246,8 @@ static int parse_pids(const char *arg, struct options *o)
 			ret = -1;
 			break;
 		}
-		o->pids[o->npids++] = (pid_t)pid;
+		if (!cli_has_pid(o, (pid_t)pid))	/* -p W,W is one process */
+			o->pids[o->npids++] = (pid_t)pid;
 	}
 	free(copy);
 	return ret;

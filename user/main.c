@@ -21,6 +21,7 @@
 #include "errors.h"
 #include "safefile.h"
 #include "output.h"
+#include "proc.h"
 #include "progress.h"
 #include "pyroscope.h"
 #include "session.h"
@@ -97,6 +98,28 @@ static int check_event(struct options *o)
 		o->event->name);
 	o->event = event_default();
 	return 0;
+}
+
+/*
+ * -p TID (a thread id, as top -H shows) means its process: samples are
+ * matched by process, so the thread id alone would give nothing.
+ */
+static void threads_to_processes(struct options *o)
+{
+	int i, n = o->npids;
+
+	o->npids = 0;
+	for (i = 0; i < n; i++) {
+		pid_t pid = o->pids[i], tgid = proc_tgid(pid);
+
+		if (tgid > 0 && tgid != pid) {
+			tb_info("-p %d: thread %d belongs to process %d: profiling process %d",
+				pid, pid, tgid, tgid);
+			pid = tgid;
+		}
+		if (!cli_has_pid(o, pid))
+			o->pids[o->npids++] = pid;
+	}
 }
 
 static FILE *open_output(const char *path)
@@ -287,6 +310,7 @@ int main(int argc, char **argv)
 		return TB_EXIT_RUNTIME;
 	if (cli_check_rate(&o))
 		return TB_EXIT_USAGE;
+	threads_to_processes(&o);
 	/* Both files are checked before the run, not found unwritable after it. */
 	if (o.command != CMD_TOP) {
 		out = open_output(o.output);

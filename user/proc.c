@@ -288,6 +288,19 @@ int proc_comm(pid_t pid, pid_t tid, char *buf, size_t len)
 	return 0;
 }
 
+pid_t proc_tgid(pid_t tid)
+{
+	char path[64], buf[1024], *p;
+
+	if (tid <= 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	if (read_small(path, buf, sizeof(buf)) <= 0)
+		return -1;
+	p = strstr(buf, "\nTgid:");
+	return p ? (pid_t)strtol(p + 6, NULL, 10) : -1;
+}
+
 /* ---- the process's mappings, grouped by file ---- */
 
 static void *grow(void *arr, size_t *cap, size_t need, size_t elem)

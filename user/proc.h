@@ -63,6 +63,9 @@ uint64_t proc_start_time(pid_t pid);
 /* 1 if /proc/PID exists, 0 if not. */
 int proc_exists(pid_t pid);
 
+/* The process (thread group) thread @tid belongs to; -1 if unknown. */
+pid_t proc_tgid(pid_t tid);
+
 /* comm of @tid in @pid (@tid <= 0: the process itself); 0 ok, -1 error. */
 int proc_comm(pid_t pid, pid_t tid, char *buf, size_t len);
 

@@ -715,6 +715,10 @@ static int spawn_child(struct session *s)
 		/* Our capabilities are for profiling, not for the command. */
 		prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 		signal(SIGPIPE, SIG_DFL);
+		/* Our stdout carries the profile: the command's output must not
+		 * land in it (`-- python3 app.py > out.folded`). */
+		if (!s->opt->output && dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+			_exit(127);
 		close(gate[1]);
 		if (read(gate[0], &c, 1) != 1)
 			_exit(127);
