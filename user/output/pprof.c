@@ -196,8 +196,12 @@ static void function(struct pprof *p, size_t i)
 	size_t m = pb_begin(&p->pb, PROFILE_FUNCTION);
 
 	pb_uint(&p->pb, FUNCTION_ID, i + 1);
+	/*
+	 * No system_name: go tool pprof demangles a function whose system
+	 * name equals its name, and its C++ heuristic strips '<...>' as
+	 * template parameters, leaving "<module>" empty ("<unknown>").
+	 */
 	pb_int(&p->pb, FUNCTION_NAME, sid(p, f->name));
-	pb_int(&p->pb, FUNCTION_SYSTEM_NAME, sid(p, f->name));
 	pb_int(&p->pb, FUNCTION_FILENAME, sid(p, f->file));
 	pb_int(&p->pb, FUNCTION_START_LINE, f->firstlineno);
 	pb_end(&p->pb, m);
