@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "cli.h"
@@ -203,10 +204,15 @@ static int write_profile(struct session *s, FILE *out, const struct resolved *r)
 	return TB_EXIT_RUNTIME;
 }
 
-/* Where the closing line says the profile went: the -o file, if written. */
+/* Where the closing line says the profile went: the -o file, if written
+ * (not /dev/null). */
 static const char *written_to(const struct session *s, FILE *out, int ret)
 {
+	struct stat st;
+
 	if (!out || out == stdout || ret || s->stop == STOP_PIPE_CLOSED)
+		return NULL;
+	if (fstat(fileno(out), &st) || !S_ISREG(st.st_mode))
 		return NULL;
 	return s->opt->output;
 }

@@ -130,7 +130,8 @@ static void resolve_opts_of(struct session *s, struct resolve_opts *ro)
 	*ro = (struct resolve_opts){
 		.full_paths = s->opt->full_paths, .threads = s->opt->threads,
 		.gc_frames = s->opt->gc_frames,
-		.proc_root = s->opt->all_python || s->opt->subprocesses,
+		/* --pids asks for the pid in a root frame: it needs the frame. */
+		.proc_root = s->opt->all_python || s->opt->subprocesses || s->opt->show_pids,
 		.show_pids = s->opt->show_pids,
 		.thread_name = thread_name, .kernel_frames = kernel_frames, .ctx = s,
 	};
