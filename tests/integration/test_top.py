@@ -301,15 +301,16 @@ def test_record_summary():
 
 @timeout(120)
 def test_record_progress():
-    """On a terminal, a progress line while recording, erased at the end."""
+    """On a terminal, a progress line while recording (saying how to stop),
+    erased at the end."""
     w = start_workload(primary_python(), "spinner.py", 30)
     out = art_path("progress.folded")
     t = Tmux("progress", "%s -p %d -F 199 -d 4 -o %s" % (binary(), w.pid, out),
              stderr_to_file=False)
     try:
         s = t.wait_screen(lambda s: re.search(r"tachyon-bpf: \d+\.\d s, [1-9]\d* samples "
-                                              r"\(\d+/s\), lost \d+", s), 40,
-                          "a progress line with samples")
+                                              r"\(\d+/s\), lost \d+, .*\(Ctrl-C to stop\)", s),
+                          40, "a progress line with samples, saying Ctrl-C stops")
         rc = t.wait_exit(40)
         check(rc == 0, "recording exited %d" % rc)
         s = t.screen()
