@@ -511,7 +511,7 @@ static int parse_one(int c, const char *arg, struct options *o)
 		return parse_duration(arg, o);
 	case 'o':
 		if (!*arg) {
-			tb_error("-o: empty file name (give a path, or leave -o out for stdout)");
+			tb_error("-o: empty file name (give a path)");
 			return -1;
 		}
 		o->output = arg;
@@ -762,7 +762,7 @@ static int writer_from_path(struct options *o)
 	o->writer = writer_for_path(o->output);
 	if (o->writer || !dot || dot == base)
 		return 0;
-	tb_error("-o %s: %s is not an output format's extension (name the file %s, or choose the format with -f FORMAT)",
+	tb_error("-o %s: %s is not the extension of an output format (end the name with %s)",
 		 o->output, dot, writer_extensions());
 	return -1;
 }

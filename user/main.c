@@ -91,7 +91,7 @@ static int check_event(struct options *o)
 	if (!o->event->hardware || event_supported(o->event))
 		return 0;
 	if (o->no_fallback) {
-		tb_error("event %s: not supported by this machine (no hardware PMU, e.g. in a VM) (use -e cpu-clock, or drop --no-fallback)",
+		tb_error("event %s: not supported by this machine (no hardware PMU, e.g. in a VM) (use -e cpu-clock)",
 			 o->event->name);
 		return -1;
 	}

@@ -216,7 +216,7 @@ def test_error_output_unknown_extension():
     import os
     from common import art_path
     path = art_path("x.html")
-    _expect_error(_target().pid, ["-d", 1, "-o", path], 2, must=[r"\.html", r"\.svg", "-f"],
+    _expect_error(_target().pid, ["-d", 1, "-o", path], 2, must=[r"\.html", r"\.svg"],
                   what="-o x.html")
     check(not os.path.exists(path), "-o x.html: the file was created")
 
