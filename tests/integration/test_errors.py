@@ -149,9 +149,12 @@ def test_error_missing_one_capability():
 
 @timeout(30)
 def test_error_unwritable_output():
-    _expect_error(_target().pid, ["-d", 3, "-o", "/nonexistent-dir/out.folded"], 1,
-                  must=["/nonexistent-dir/out.folded"], max_elapsed=2.5,
-                  what="-o /nonexistent-dir/out.folded")
+    """-o, and --stats too, are checked before the run (--stats once failed
+    only after it)."""
+    for opt, path in (("-o", "/nonexistent-dir/out.folded"),
+                      ("--stats", "/nonexistent-dir/s.json")):
+        _expect_error(_target().pid, ["-d", 3, opt, path], 1, must=[path], max_elapsed=2.5,
+                      what="%s %s" % (opt, path))
 
 
 @timeout(30)
@@ -200,14 +203,6 @@ def test_error_unsupported_says_it_once():
     line = _expect_error(w.pid, ["-d", 1], 1, must=[r"Python 3\.9 is too old"],
                          what="python 3.9.18 target")
     check(len(re.findall(r"support", line)) <= 1, "the message repeats itself: %r" % line)
-
-
-@timeout(30)
-def test_error_stats_unwritable():
-    """--stats is checked before the run, like -o."""
-    _expect_error(_target().pid, ["-d", 3, "--stats", "/nonexistent-dir/s.json"], 1,
-                  must=["/nonexistent-dir/s.json"], max_elapsed=2.5,
-                  what="--stats /nonexistent-dir/s.json")
 
 
 @timeout(30)

@@ -70,32 +70,33 @@ const struct writer *writer_default(void)
 	return &writers[0];
 }
 
-const char *writer_names(void)
+/* Each writer's name, or its main extension, in a list for messages. */
+static const char *join(char *buf, int exts)
 {
-	static char buf[256];
 	size_t i;
 
 	if (buf[0])
 		return buf;
 	for (i = 0; i < NR_WRITERS; i++) {
+		const char *w = exts ? writers[i].exts : writers[i].name;
+
 		if (i)
-			strcat(buf, ", ");
-		strcat(buf, writers[i].name);
+			strcat(buf, exts && i + 1 == NR_WRITERS ? " or " : ", ");
+		strncat(buf, w, strcspn(w, " "));
 	}
 	return buf;
+}
+
+const char *writer_names(void)
+{
+	static char buf[256];
+
+	return join(buf, 0);
 }
 
 const char *writer_extensions(void)
 {
 	static char buf[256];
-	size_t i;
 
-	if (buf[0])
-		return buf;
-	for (i = 0; i < NR_WRITERS; i++) {
-		if (i)
-			strcat(buf, i + 1 < NR_WRITERS ? ", " : " or ");
-		strncat(buf, writers[i].exts, strcspn(writers[i].exts, " "));
-	}
-	return buf;
+	return join(buf, 1);
 }
