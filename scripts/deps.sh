@@ -8,6 +8,8 @@ pkgs=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcmocka-dev
       # output format tests: protoc --decode_raw reads the pprof output,
       # headless Chromium renders the SVG flame graph
       protobuf-compiler chromium
+      # ... and go tool pprof shows it as pprof users see it
+      golang-go
       # top (ncurses, tested in tmux), Pyroscope pushes (libcurl),
       # the man page (man -l, groff)
       libncurses-dev libcurl4-openssl-dev tmux man-db groff-base

@@ -34,6 +34,10 @@ enum {
 	OPT_PYROSCOPE,
 	OPT_APP,
 	OPT_PUSH_INTERVAL,
+	OPT_IDLE,		/* py-spy's names */
+	OPT_GIL,
+	OPT_NONBLOCKING,
+	OPT_NATIVE,		/* py-spy options without an equivalent yet */
 	OPT_END,
 };
 
@@ -62,7 +66,8 @@ static const char usage_text[] =
 "  -s, --subprocesses       with -p or --: their descendants too (-p may name\n"
 "                           any process, e.g. a shell starting Python)\n"
 "      --pids               put the pid in the per-process root frame\n"
-"  -F, --frequency HZ       samples per second per CPU (default 99)\n"
+"  -F, -r, --frequency, --rate HZ\n"
+"                           samples per second per CPU (default 99)\n"
 "  -d, --duration SECONDS   stop after this long (default: Ctrl-C, or when\n"
 "                           every target has exited)\n"
 "  -o, --output FILE        write the profile to FILE instead of stdout\n"
@@ -83,7 +88,9 @@ static const char usage_text[] =
 "  -m, --mode MODE          cpu (default): on-CPU samples; wall: off-CPU time\n"
 "                           too, credited to where the thread blocked; gil:\n"
 "                           only samples taken while the thread holds the GIL\n"
-"      --threads            a root frame per thread: 'thread TID NAME'\n"
+"  -i, --idle               --mode wall (py-spy's name)\n"
+"  -g, --gil                --mode gil (py-spy's name)\n"
+"  -t, --threads            a root frame per thread: 'thread TID NAME'\n"
 "      --gc                 a '<GC>' leaf frame on samples taken during a\n"
 "                           garbage collection\n"
 "      --kernel             the kernel stack under the Python leaf ('fn [k]')\n"
@@ -102,19 +109,26 @@ static const char usage_text[] =
 "      --version            print the version\n"
 "\n"
 "Examples:\n"
-"  sudo tachyon-bpf -p 1234 > out.folded             # until Ctrl-C\n"
-"  sudo tachyon-bpf -p 1234 -F 999 -d 10 | flamegraph.pl > out.svg\n"
+"  sudo tachyon-bpf -p 1234 -o prof.svg               # until Ctrl-C; open it in a browser\n"
+"  sudo tachyon-bpf -F 999 -o prof.svg -- python3 app.py\n"
+"  sudo tachyon-bpf -p 1234 > out.folded              # collapsed stacks\n"
 "  sudo tachyon-bpf -p 1234,1240 -d 30 -o app.folded\n"
 "  sudo tachyon-bpf --all-python -F 99 -d 30 > all.folded\n"
-"  sudo tachyon-bpf -F 999 -o prof.svg -- python3 app.py\n"
 "  sudo tachyon-bpf --mode wall -p 1234 -d 10 > wall.folded\n"
 "  sudo tachyon-bpf -p 1234 --pyroscope http://localhost:4040 --app web\n"
 "  sudo tachyon-bpf top -p 1234\n"
 "  sudo tachyon-bpf dump -p 1234\n"
+"  sudo tachyon-bpf record -p 1234 -r 100 -f flamegraph -o prof.svg  # py-spy's way\n"
+"\n"
+"Coming from py-spy: 'record' may come first (it changes nothing), -r/--rate\n"
+"is -F, --idle is --mode wall, --gil is --mode gil, -f flamegraph is svg and\n"
+"-f raw is collapsed; --nonblocking is accepted (the target is never paused).\n"
 "\n"
 "Output: one line per distinct stack, root first: 'frame;frame;frame count',\n"
-"each frame 'qualname (file:line)'. Statistics and messages go to stderr;\n"
-"on a terminal, a progress line too. See tachyon-bpf(8).\n"
+"each frame 'qualname (file:line)'. With -- COMMAND and the profile on stdout,\n"
+"the command's own stdout goes to stderr. Messages and one closing line go to\n"
+"stderr (-v: the detailed statistics); on a terminal, a progress line too.\n"
+"See tachyon-bpf(8).\n"
 "Exit status: 0 ok, 1 runtime failure, 2 usage error.\n";
 
 static const char top_usage[] =
@@ -200,6 +214,12 @@ static const struct option longopts[] = {
 	{ "pyroscope", required_argument, NULL, OPT_PYROSCOPE },
 	{ "app", required_argument, NULL, OPT_APP },
 	{ "push-interval", required_argument, NULL, OPT_PUSH_INTERVAL },
+	/* py-spy habits: same meaning, py-spy's spelling */
+	{ "rate", required_argument, NULL, 'F' },
+	{ "idle", no_argument, NULL, OPT_IDLE },
+	{ "gil", no_argument, NULL, OPT_GIL },
+	{ "nonblocking", no_argument, NULL, OPT_NONBLOCKING },
+	{ "native", no_argument, NULL, OPT_NATIVE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -229,6 +249,16 @@ static long long parse_count(const char *s, long long max)
 	return v;
 }
 
+int cli_has_pid(const struct options *o, pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < o->npids; i++)
+		if (o->pids[i] == pid)
+			return 1;
+	return 0;
+}
+
 static int parse_pids(const char *arg, struct options *o)
 {
 	char *copy = strdup(arg), *tok, *save = NULL;
@@ -250,7 +280,8 @@ static int parse_pids(const char *arg, struct options *o)
 			ret = -1;
 			break;
 		}
-		o->pids[o->npids++] = (pid_t)pid;
+		if (!cli_has_pid(o, (pid_t)pid))	/* -p W,W is one process */
+			o->pids[o->npids++] = (pid_t)pid;
 	}
 	free(copy);
 	return ret;
@@ -319,15 +350,21 @@ static int parse_event(const char *arg, struct options *o)
 	return 0;
 }
 
+static const char *const mode_names[] = {
+	[TB_MODE_CPU] = "cpu", [TB_MODE_WALL] = "wall", [TB_MODE_GIL] = "gil",
+};
+
+const char *cli_mode_name(int mode)
+{
+	return mode >= 0 && mode < 3 ? mode_names[mode] : "cpu";
+}
+
 static int parse_mode(const char *arg, struct options *o)
 {
-	static const char *const names[] = {
-		[TB_MODE_CPU] = "cpu", [TB_MODE_WALL] = "wall", [TB_MODE_GIL] = "gil",
-	};
 	int i;
 
 	for (i = 0; i < 3; i++) {
-		if (!strcmp(arg, names[i])) {
+		if (!strcmp(arg, mode_names[i])) {
 			o->mode = i;
 			return 0;
 		}
@@ -415,7 +452,7 @@ static int fall_back(struct options *o)
 	if (!o->event->hardware || event_supported(o->event))
 		return -1;
 	if (o->no_fallback) {
-		tb_error("event %s: not supported by this machine (no hardware PMU, e.g. in a VM) (use -e cpu-clock, or drop --no-fallback)",
+		tb_error("event %s: not supported by this machine (no hardware PMU, e.g. in a VM) (use -e cpu-clock)",
 			 o->event->name);
 		return TB_EXIT_RUNTIME;
 	}
@@ -541,6 +578,14 @@ static int parse_flag(int c, struct options *o)
 	case OPT_KEEP_RUNNING:
 		o->keep_running = 1;
 		return 0;
+	case OPT_IDLE:
+		o->mode = TB_MODE_WALL;
+		return 0;
+	case OPT_GIL:
+		o->mode = TB_MODE_GIL;
+		return 0;
+	case OPT_NONBLOCKING:
+		return 0;	/* py-spy's default pauses the target; we never do */
 	}
 	return -1;
 }
@@ -560,7 +605,7 @@ static int parse_one(int c, const char *arg, struct options *o)
 		return parse_duration(arg, o);
 	case 'o':
 		if (!*arg) {
-			tb_error("-o: empty file name (give a path, or leave -o out for stdout)");
+			tb_error("-o: empty file name (give a path)");
 			return -1;
 		}
 		o->output = arg;
@@ -569,6 +614,10 @@ static int parse_one(int c, const char *arg, struct options *o)
 		return parse_event(arg, o);
 	case 'f':
 		o->writer = writer_find(arg);
+		if (!o->writer && !strcmp(arg, "chrometrace")) {
+			tb_error("--format chrometrace: not available (use -f speedscope: a timeline per thread at https://www.speedscope.app)");
+			return -1;
+		}
 		if (!o->writer) {
 			tb_error("--format %s: unknown format (choose one of: %s)", arg, writer_names());
 			return -1;
@@ -587,21 +636,53 @@ static int parse_one(int c, const char *arg, struct options *o)
 		o->layout_flags |= LAYOUT_FORCE;
 		return 0;
 	}
-	if (c >= OPT_SUMMARY)
+	if (c >= OPT_SUMMARY && c <= OPT_PUSH_INTERVAL)
 		return parse_output_opt(c, arg, o);
 	return parse_flag(c, o);
 }
 
-static void bad_option(char **argv, int c)
+static const char *const command_names[] = {
+	[CMD_RECORD] = "", [CMD_TOP] = "top", [CMD_DUMP] = "dump",
+};
+
+/* "tachyon-bpf top --help", or "tachyon-bpf --help". */
+static const char *help_of(int command)
+{
+	static char buf[48];
+
+	snprintf(buf, sizeof(buf), "tachyon-bpf %s%s--help", command_names[command],
+		 command ? " " : "");
+	return buf;
+}
+
+static void bad_option(char **argv, int c, int command)
 {
 	const char *arg = argv[optind - 1];
 
 	if (c == ':')
-		tb_error("%s: this option needs a value (see tachyon-bpf --help)", arg);
+		tb_error("%s: this option needs a value (see %s)", arg, help_of(command));
 	else if (optopt && optopt < 0x100)
-		tb_error("-%c: unknown option (see tachyon-bpf --help)", optopt);
+		tb_error("-%c: unknown option (see %s)", optopt, help_of(command));
 	else
-		tb_error("%s: unknown option (see tachyon-bpf --help)", arg);
+		tb_error("%s: unknown option (see %s)", arg, help_of(command));
+}
+
+/* py-spy's one-letter spellings, as the options they stand for. */
+static int canonical(int c)
+{
+	switch (c) {
+	case 'r':
+		return 'F';
+	case 't':
+		return OPT_THREADS;
+	case 'i':
+		return OPT_IDLE;
+	case 'g':
+		return OPT_GIL;
+	case 'n':
+		return OPT_NATIVE;
+	}
+	return c;
 }
 
 /* The option's long name for messages: "--frequency". */
@@ -620,19 +701,15 @@ static const char *opt_name(int c)
 	return buf;
 }
 
-static const char *const command_names[] = {
-	[CMD_RECORD] = "", [CMD_TOP] = "top", [CMD_DUMP] = "dump",
-};
-
 /* Options each subcommand takes; recording takes them all. */
 static const int top_opts[] = {
 	'p', 'a', 's', 'F', 'c', 'd', 'e', 'm', 'v', OPT_PIDS, OPT_FULL_FILENAMES,
 	OPT_FORCE_VERSION, OPT_THREADS, OPT_GC, OPT_KERNEL, OPT_NO_FALLBACK, OPT_UNSAFE_RATE,
 	OPT_PER_CPU, OPT_SUMMARY,
-	OPT_STATS, 0,
+	OPT_STATS, OPT_IDLE, OPT_GIL, OPT_NONBLOCKING, OPT_NATIVE, 0,
 };
 static const int dump_opts[] = {
-	'p', 's', 'v', OPT_FULL_FILENAMES, OPT_FORCE_VERSION, 0,
+	'p', 's', 'v', OPT_FULL_FILENAMES, OPT_FORCE_VERSION, OPT_NONBLOCKING, OPT_NATIVE, 0,
 };
 
 static int command_takes(int command, int c)
@@ -750,18 +827,41 @@ static int early_option(int c, char **argv, const struct options *o)
 		return TB_EXIT_OK;
 	}
 	if (c == '?' || c == ':') {
-		bad_option(argv, c);
+		bad_option(argv, c, o->command);
+		return TB_EXIT_USAGE;
+	}
+	if (c == OPT_NATIVE) {
+		tb_error("--native: native (C) frames are not implemented yet: stacks hold the Python frames only (--kernel adds the kernel stack under them)");
 		return TB_EXIT_USAGE;
 	}
 	if (!command_takes(o->command, c)) {
-		tb_error("%s: not an option of %s (see tachyon-bpf %s --help)", opt_name(c),
-			 command_names[o->command], command_names[o->command]);
+		tb_error("%s: not an option of %s (see %s)", opt_name(c),
+			 command_names[o->command], help_of(o->command));
 		return TB_EXIT_USAGE;
 	}
 	if (c == 'e' && !strcmp(optarg, "help")) {
 		list_events();
 		return TB_EXIT_OK;
 	}
+	return -1;
+}
+
+/*
+ * -o's extension picks the format; a name without one is collapsed stacks,
+ * but an extension we do not know is refused rather than silently getting
+ * collapsed text in a file called x.html.
+ */
+static int writer_from_path(struct options *o)
+{
+	const char *base = strrchr(o->output, '/'), *dot;
+
+	base = base ? base + 1 : o->output;
+	dot = strrchr(base, '.');
+	o->writer = writer_for_path(o->output);
+	if (o->writer || !dot || dot == base)
+		return 0;
+	tb_error("-o %s: %s is not the extension of an output format (end the name with %s)",
+		 o->output, dot, writer_extensions());
 	return -1;
 }
 
@@ -776,13 +876,15 @@ int cli_parse(int argc, char **argv, struct options *o)
 	o->push_interval = 10;
 	if (argc > 1)
 		o->command = command_find(argv[1]);
-	if (o->command) {
+	/* py-spy's verb for recording, which is what we do without one. */
+	if (o->command || (argc > 1 && !strcmp(argv[1], "record"))) {
 		argc--;
 		argv++;
 	}
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:p:F:c:d:o:e:f:m:asvh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:p:F:r:c:d:o:e:f:m:asvhtign", longopts, NULL)) != -1) {
+		c = canonical(c);
 		ret = early_option(c, argv, o);
 		if (ret >= 0)
 			return ret;
@@ -793,8 +895,8 @@ int cli_parse(int argc, char **argv, struct options *o)
 	}
 	if (check_rest(argc, argv, o) || check_combination(o, seen))
 		return TB_EXIT_USAGE;
-	if (!o->writer && o->output)
-		o->writer = writer_for_path(o->output);
+	if (!o->writer && o->output && writer_from_path(o))
+		return TB_EXIT_USAGE;
 	if (!o->writer)
 		o->writer = writer_default();
 	tb_verbose = o->verbose;

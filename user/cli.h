@@ -67,6 +67,10 @@ int cli_parse(int argc, char **argv, struct options *o);
 int cli_choose_event(struct options *o);
 /* "-F 99" or "-c 20000": how the rate was asked, for summaries. */
 const char *cli_rate_text(const struct options *o, char *buf, size_t len);
+/* 1 if -p already names pid. */
+int cli_has_pid(const struct options *o, pid_t pid);
+/* "cpu", "wall", "gil". */
+const char *cli_mode_name(int mode);
 /* The kernel's ceiling for -F (kernel.perf_event_max_sample_rate). */
 uint64_t cli_max_sample_rate(void);
 

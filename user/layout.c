@@ -414,6 +414,48 @@ int layout_from_debug_offsets(const void *buf, size_t len, unsigned flags,
 	return err;
 }
 
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The oldest and newest minor versions the tables above cover. */
+static unsigned oldest_minor(void)
+{
+	return PY_MINOR(builtin[0].version);
+}
+
+static unsigned newest_minor(void)
+{
+	return dbg_positions[NELEM(dbg_positions) - 1].minor;
+}
+
+const char *layout_supported(void)
+{
+	static char buf[32];
+
+	snprintf(buf, sizeof(buf), "3.%u to 3.%u", oldest_minor(), newest_minor());
+	return buf;
+}
+
+void layout_explain(const char *name, uint32_t version, int err, char *buf, size_t len)
+{
+	unsigned major = PY_MAJOR(version), minor = PY_MINOR(version);
+
+	if (err == LAYOUT_PRERELEASE)
+		snprintf(buf, len, "Python %s is a pre-release, whose layout changes between builds (use --force-version to try the nearest known layout)",
+			 name);
+	else if (err == LAYOUT_FREE_THREADED)
+		snprintf(buf, len, "Python %s is a free-threaded (no-GIL) build, not supported yet (use a build with the GIL)",
+			 name);
+	else if (err != LAYOUT_UNSUPPORTED)
+		snprintf(buf, len, "Python %s: %s (tachyon-bpf reads %s; use --force-version to try the nearest known layout)",
+			 name, layout_strerror(err), layout_supported());
+	else if (major < 3 || (major == 3 && minor < oldest_minor()))
+		snprintf(buf, len, "Python %s is too old: tachyon-bpf reads Python %s (run the program with one of those)",
+			 name, layout_supported());
+	else
+		snprintf(buf, len, "Python %s is newer than this tachyon-bpf knows (it reads %s; use --force-version to try the nearest known layout)",
+			 name, layout_supported());
+}
+
 int layout_from_version(uint32_t version, unsigned flags, struct py_layout *out)
 {
 	size_t i;

@@ -71,6 +71,11 @@ int layout_has_debug_offsets(uint32_t version);
 uint32_t layout_debug_version(const void *buf, size_t len);
 
 const char *layout_strerror(int err);
+/* "3.11 to 3.15": the versions the built-in knowledge covers. */
+const char *layout_supported(void);
+/* Why Python `name` (e.g. "3.9", "3.13.0t") cannot be read, given a
+ * layout_* error: "<why> (<what to do>)", for a one-line message. */
+void layout_explain(const char *name, uint32_t version, int err, char *buf, size_t len);
 /* "3.13.0", "3.14.0b2" */
 void py_version_str(uint32_t version, char *buf, size_t len);
 

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "cli.h"
@@ -21,6 +22,7 @@
 #include "errors.h"
 #include "safefile.h"
 #include "output.h"
+#include "proc.h"
 #include "progress.h"
 #include "pyroscope.h"
 #include "session.h"
@@ -83,6 +85,28 @@ static int check_btf(void)
 	return -1;
 }
 
+/*
+ * -p TID (a thread id, as top -H shows) means its process: samples are
+ * matched by process, so the thread id alone would give nothing.
+ */
+static void threads_to_processes(struct options *o)
+{
+	int i, n = o->npids;
+
+	o->npids = 0;
+	for (i = 0; i < n; i++) {
+		pid_t pid = o->pids[i], tgid = proc_tgid(pid);
+
+		if (tgid > 0 && tgid != pid) {
+			tb_info("-p %d: thread %d belongs to process %d: profiling process %d",
+				pid, pid, tgid, tgid);
+			pid = tgid;
+		}
+		if (!cli_has_pid(o, pid))
+			o->pids[o->npids++] = pid;
+	}
+}
+
 static FILE *open_output(const char *path)
 {
 	char why[128];
@@ -95,6 +119,15 @@ static FILE *open_output(const char *path)
 	if (!f)
 		tb_error("-o %s: %s (choose a writable path)", path, why);
 	return f;
+}
+
+static int close_output(const struct options *o, FILE *out, int ret)
+{
+	if (out && out != stdout && fclose(out) && !ret) {
+		tb_error("-o %s: %s", o->output, strerror(errno));
+		ret = TB_EXIT_RUNTIME;
+	}
+	return ret;
 }
 
 /* What runs from the session's tick while recording. */
@@ -155,30 +188,54 @@ static int write_profile(struct session *s, FILE *out, const struct resolved *r)
 	return TB_EXIT_RUNTIME;
 }
 
-/* Symbolize, write, report. Returns the exit code. */
-static int finish(struct session *s, FILE *out, struct hooks *h)
+/* Where the closing line says the profile went: the -o file, if written
+ * (not /dev/null). */
+static const char *written_to(const struct session *s, FILE *out, int ret)
 {
+	struct stat st;
+
+	if (!out || out == stdout || ret || s->stop == STOP_PIPE_CLOSED)
+		return NULL;
+	if (fstat(fileno(out), &st) || !S_ISREG(st.st_mode))
+		return NULL;
+	return s->opt->output;
+}
+
+/*
+ * Symbolize, write, report. Returns the exit code. A recording that
+ * profiled nothing writes nothing (an -o file keeps what it held) and
+ * fails with one line saying why.
+ */
+static int finish(struct session *s, FILE *out, FILE *statsf, struct hooks *h)
+{
+	char rate[32];
 	struct resolved r = {
 		.event = s->opt->event->name, .rate = s->opt->rate_hz,
+		.mode = cli_mode_name(s->opt->mode),
+		.rate_text = cli_rate_text(s->opt, rate, sizeof(rate)),
 		.start_unix = s->st.start_unix, .duration_s = s->st.seconds,
 	};
-	int ret;
+	int ret, empty;
 
 	if (session_resolve(s, &r)) {
 		tb_error("writing the profile: out of memory");
 		resolved_free(&r);
 		return TB_EXIT_RUNTIME;
 	}
-	ret = write_profile(s, out, &r);
-	if (s->opt->summary && output_summary(stderr, &r))
+	empty = out && !r.total && s->stop != STOP_PIPE_CLOSED;
+	ret = empty ? TB_EXIT_RUNTIME : write_profile(s, out, &r);
+	if (!empty && s->opt->summary && output_summary(stderr, &r))
 		tb_warn("--summary: %s", strerror(errno));
 	if (h && h->pyro_on)
 		pyroscope_push(&h->pyro, s, 1);
-	/* top's screen said it all; its statistics only when asked. */
-	if (out || s->opt->verbose)
+	if (s->opt->verbose)
 		stats_print(s, r.total);
-	if (s->opt->stats_path)
-		stats_write_json(s, r.total);
+	if (empty)
+		stats_explain_empty(s, session_refused_command(s));
+	else if (out)	/* top's screen said it all */
+		stats_line(s, r.total, written_to(s, out, ret));
+	if (statsf)
+		stats_write_json(statsf, s, r.total);
 	resolved_free(&r);
 	return ret;
 }
@@ -191,7 +248,7 @@ static int attach(struct session *s, struct top *tp, struct hooks *h)
 	return hooks_attach(h, s);
 }
 
-static int run(struct options *o, FILE *out)
+static int run(struct options *o, FILE *out, FILE *statsf)
 {
 	static struct session s;
 	static struct hooks h;
@@ -199,8 +256,12 @@ static int run(struct options *o, FILE *out)
 	int top = o->command == CMD_TOP, ret;
 
 	ret = session_open_targets(&s, o);
-	if (!ret)
-		ret = attach(&s, &tp, &h);
+	if (ret) {
+		/* Nothing attached yet: top's state was never set up. */
+		session_close(&s);
+		return ret;
+	}
+	ret = attach(&s, &tp, &h);
 	if (!ret)
 		ret = session_start(&s);
 	if (!ret && top)
@@ -214,7 +275,7 @@ static int run(struct options *o, FILE *out)
 			top_end(&tp);
 		else
 			progress_clear(&h.progress);
-		ret = s.stop == STOP_ERROR ? TB_EXIT_RUNTIME : finish(&s, out, top ? NULL : &h);
+		ret = s.stop == STOP_ERROR ? TB_EXIT_RUNTIME : finish(&s, out, statsf, top ? NULL : &h);
 	} else if (top) {
 		top_end(&tp);
 	}
@@ -226,7 +287,7 @@ static int run(struct options *o, FILE *out)
 int main(int argc, char **argv)
 {
 	struct options o;
-	FILE *out = NULL;
+	FILE *out = NULL, *statsf = NULL;
 	int ret;
 
 	ret = cli_parse(argc, argv, &o);
@@ -242,15 +303,22 @@ int main(int argc, char **argv)
 	ret = cli_choose_event(&o);
 	if (ret >= 0)
 		return ret;
+	threads_to_processes(&o);
+	/* Both files are checked before the run, not found unwritable after it. */
 	if (o.command != CMD_TOP) {
 		out = open_output(o.output);
 		if (!out)
 			return TB_EXIT_RUNTIME;
 	}
-	ret = run(&o, out);
-	if (out && out != stdout && fclose(out) && !ret) {
-		tb_error("-o %s: %s", o.output, strerror(errno));
-		ret = TB_EXIT_RUNTIME;
+	if (o.stats_path) {
+		statsf = stats_open(o.stats_path);
+		if (!statsf) {
+			close_output(&o, out, 0);
+			return TB_EXIT_RUNTIME;
+		}
 	}
-	return ret;
+	ret = run(&o, out, statsf);
+	if (statsf)
+		fclose(statsf);
+	return close_output(&o, out, ret);
 }

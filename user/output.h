@@ -47,6 +47,7 @@ struct writer {
 	const char *name;
 	const char *exts;	/* space-separated file name endings */
 	int (*write)(FILE *out, const struct resolved *r);
+	const char *hint;	/* what to do with the file, for "wrote FILE (hint)" */
 };
 
 const struct writer *writer_find(const char *name);
@@ -55,5 +56,7 @@ const struct writer *writer_for_path(const char *path);
 const struct writer *writer_default(void);
 /* "collapsed, svg, ..." for messages. */
 const char *writer_names(void);
+/* ".folded, .svg, ... or .summary": each format's main extension, for messages. */
+const char *writer_extensions(void);
 
 #endif

@@ -355,6 +355,19 @@ int proc_each_descendant(const pid_t *roots, int nroots, void (*fn)(void *ctx, p
 	return n;
 }
 
+pid_t proc_tgid(pid_t tid)
+{
+	char path[64], buf[1024], *p;
+
+	if (tid <= 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	if (read_small(path, buf, sizeof(buf)) <= 0)
+		return -1;
+	p = strstr(buf, "\nTgid:");
+	return p ? (pid_t)strtol(p + 6, NULL, 10) : -1;
+}
+
 /* ---- the process's mappings, grouped by file ---- */
 
 static void *grow(void *arr, size_t *cap, size_t need, size_t elem)
@@ -707,6 +720,21 @@ static int try_candidates(struct locate *lc, struct py_location *loc)
 	return PROC_NOT_PYTHON;
 }
 
+/* No runtime found: an interpreter file's version, to tell an old Python. */
+static void version_of_names(const struct locate *lc, struct py_location *loc)
+{
+	size_t i;
+
+	for (i = 0; i < lc->maps.nobjs && !loc->version_hint[0]; i++) {
+		const struct object *o = &lc->maps.objs[i];
+
+		if (object_rank(lc, o) != RANK_PYTHON_NAME)
+			continue;
+		pyelf_version_from_name(o->path, loc->version_hint, sizeof(loc->version_hint));
+		snprintf(loc->path, sizeof(loc->path), "%s", o->path);
+	}
+}
+
 static int locate_setup(struct locate *lc)
 {
 	char path[64];
@@ -738,6 +766,8 @@ int proc_locate_python(pid_t pid, struct py_location *loc, char *err, size_t err
 	ret = locate_setup(&lc);
 	if (ret == PROC_OK)
 		ret = try_candidates(&lc, loc);
+	if (ret == PROC_NOT_PYTHON)
+		version_of_names(&lc, loc);
 	if (ret == PROC_NOT_PYTHON && proc_gone(pid)) {
 		seterr(err, errlen, "process %d exited", (int)pid);
 		ret = PROC_NO_PROCESS;

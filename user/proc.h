@@ -75,6 +75,9 @@ char proc_thread_state(pid_t pid, pid_t tid);
 int proc_each_descendant(const pid_t *roots, int nroots, void (*fn)(void *ctx, pid_t pid),
 			 void *ctx);
 
+/* The process (thread group) thread @tid belongs to; -1 if unknown. */
+pid_t proc_tgid(pid_t tid);
+
 /* comm of @tid in @pid (@tid <= 0: the process itself); 0 ok, -1 error. */
 int proc_comm(pid_t pid, pid_t tid, char *buf, size_t len);
 

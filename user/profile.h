@@ -71,6 +71,8 @@ struct resolved {
 	/* what the counts mean */
 	const char *event;	/* "cpu-clock" */
 	double rate;		/* samples per second per CPU, as sampled (-F, or HZ/N ticks) */
+	const char *mode;	/* "cpu", "wall", "gil"; NULL: unknown */
+	const char *rate_text;	/* how the rate was asked and used: "-F 99", "-c 1000000" */
 	double start_unix;	/* wall-clock start, seconds */
 	double duration_s;
 	struct hmap index;	/* (name, file, line) -> rframe, while building */

@@ -45,7 +45,7 @@ void progress_tick(struct progress *p, struct session *s)
 	/* The cursor goes back to column 0, so a message printed by someone
 	 * else overwrites the line instead of being glued to its end. */
 	fprintf(stderr, "\rtachyon-bpf: %.1f s, %" PRIu64 " samples (%.0f/s), lost %" PRIu64
-		", %u process%s\033[K\r", secs, s->prof.samples, s->prof.samples / secs, lost,
+		", %u process%s (Ctrl-C to stop)\033[K\r", secs, s->prof.samples, s->prof.samples / secs, lost,
 		s->alive, s->alive == 1 ? "" : "es");
 	fflush(stderr);
 	p->drawn = 1;

@@ -288,7 +288,7 @@ static void scan_symbols(Elf *elf, Elf_Scn *scn, uint64_t fsize,
  * "3.13" from "libpython3.13.so.1.0", "python3.13", "libpython3.13d.so",
  * "python3.13t"; only the last path component is looked at.
  */
-static void version_from_name(const char *name, char *buf, size_t len)
+void pyelf_version_from_name(const char *name, char *buf, size_t len)
 {
 	const char *base, *p, *q;
 	size_t major, minor;
@@ -331,7 +331,7 @@ static void version_from_soname(Elf *elf, Elf_Scn *scn, uint64_t fsize,
 		if (!gelf_getdyn(data, (int)i, &dyn) || dyn.d_tag == DT_NULL)
 			return;
 		if (dyn.d_tag == DT_SONAME) {
-			version_from_name(elf_strptr(elf, sh.sh_link, dyn.d_un.d_val),
+			pyelf_version_from_name(elf_strptr(elf, sh.sh_link, dyn.d_un.d_val),
 					  buf, len);
 			return;
 		}
@@ -410,7 +410,7 @@ static int inspect_elf(Elf *elf, uint64_t fsize, const char *name,
 		return 1;
 	}
 	find_sections(elf, fsize, &secs);
-	version_from_name(name, out->soname_version, sizeof(out->soname_version));
+	pyelf_version_from_name(name, out->soname_version, sizeof(out->soname_version));
 	if (!out->soname_version[0])
 		version_from_soname(elf, secs.dynamic, fsize, out->soname_version,
 				    sizeof(out->soname_version));

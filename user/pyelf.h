@@ -38,4 +38,7 @@ int pyelf_inspect_fd(int fd, const char *name, struct pyelf_info *out,
 int pyelf_inspect_mem(const void *buf, size_t len, struct pyelf_info *out,
 		      char *err, size_t errlen);
 
+/* "3.13" from a file name like libpython3.13.so.1.0 or python2.7; "" if none. */
+void pyelf_version_from_name(const char *name, char *buf, size_t len);
+
 #endif /* TACHYON_PYELF_H */

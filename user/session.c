@@ -190,7 +190,8 @@ static void resolve_opts_of(struct session *s, struct resolve_opts *ro)
 	*ro = (struct resolve_opts){
 		.full_paths = s->opt->full_paths, .threads = s->opt->threads,
 		.gc_frames = s->opt->gc_frames,
-		.proc_root = s->opt->all_python || s->opt->subprocesses,
+		/* --pids asks for the pid in a root frame: it needs the frame. */
+		.proc_root = s->opt->all_python || s->opt->subprocesses || s->opt->show_pids,
 		.show_pids = s->opt->show_pids,
 		.thread_name = thread_name, .kernel_frames = kernel_frames, .ctx = s,
 	};
@@ -410,8 +411,17 @@ static void refuse_once(struct session *s, int32_t pid, const char *why)
 	int added = 0;
 
 	hmap_put(&s->refused, &key, &added);
-	if (added)
-		tb_warn("pid %d: %s; not profiled", pid, why);
+	/* The command itself: if nothing else is profiled, this is the
+	 * run's closing error (stats_explain_empty), said once. */
+	if (added && pid == s->child && !s->refused_cmd[0])
+		snprintf(s->refused_cmd, sizeof(s->refused_cmd), "%s", why);
+	else if (added)
+		tb_warn("pid %d: not profiled: %s", pid, why);
+}
+
+const char *session_refused_command(const struct session *s)
+{
+	return s->refused_cmd[0] ? s->refused_cmd : NULL;
 }
 
 /* One attempt at a process; 1 = done with it (profiled or given up). */
@@ -852,6 +862,10 @@ static int spawn_child(struct session *s)
 		/* Our capabilities are for profiling, not for the command. */
 		prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 		signal(SIGPIPE, SIG_DFL);
+		/* Our stdout carries the profile: the command's output must not
+		 * land in it (`-- python3 app.py > out.folded`). */
+		if (!s->opt->output && dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+			_exit(127);
 		close(gate[1]);
 		if (read(gate[0], &c, 1) != 1)
 			_exit(127);
@@ -979,9 +993,6 @@ static void child_exited(struct session *s)
 	sampler_consume(&s->sampler);	/* its exec event, if it was quick */
 	if (!s->child_execd)
 		s->stop = STOP_ERROR;	/* exec failed: the child said why */
-	else if (!s->st.processes)
-		tb_warn("%s: not a Python process (or it exited before its interpreter started); nothing profiled",
-			s->opt->cmd[0]);
 }
 
 static void read_signal(struct session *s)
@@ -1251,6 +1262,8 @@ int session_resolve(struct session *s, struct resolved *r)
 	if (resolved_copy(&s->frozen, r))
 		return -1;
 	r->event = meta.event;
+	r->mode = meta.mode;
+	r->rate_text = meta.rate_text;
 	r->rate = meta.rate;
 	r->start_unix = meta.start_unix;
 	r->duration_s = meta.duration_s;

@@ -95,6 +95,7 @@ struct session {
 	int child_status;
 	int child_reaped;		/* it exited and we waited for it */
 	int child_execd;		/* its exec happened (the command could be run) */
+	char refused_cmd[512];		/* why the command's own Python was refused */
 	int epfd, sigfd;
 	double next_scan;		/* --all-python: next /proc rescan */
 	uint64_t start_ns;		/* the run's start (CLOCK_MONOTONIC); 0 before */
@@ -127,5 +128,7 @@ void session_run(struct session *s);
 /* The symbolized profile, with the options' extra frames. */
 int session_resolve(struct session *s, struct resolved *r);
 void session_close(struct session *s);
+/* Why the -- command's interpreter was refused, or NULL. */
+const char *session_refused_command(const struct session *s);
 
 #endif

@@ -1,17 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "errors.h"
 #include "safefile.h"
 #include "stats.h"
-
-static const char *mode_name(int mode)
-{
-	return mode == TB_MODE_WALL ? "wall" : mode == TB_MODE_GIL ? "gil" : "cpu";
-}
 
 static uint64_t dropped(const struct session_stats *st)
 {
@@ -68,6 +64,64 @@ static const char *stats_scope(const struct session *s)
 	return s->opt->event->tick ? "tick" : s->sampler.per_task ? "thread" : "cpu";
 }
 
+static const char *plural(uint64_t n, const char *one, const char *many)
+{
+	return n == 1 ? one : many;
+}
+
+void stats_line(const struct session *s, uint64_t written, const char *wrote)
+{
+	const struct session_stats *st = &s->st;
+	const struct writer *w = s->opt->writer;
+	struct stats_summary sum;
+	char rate[64], losses[96] = "", where[PATH_MAX + 96] = "";
+
+	stats_summarize(s, written, &sum);
+	if (sum.lost)
+		snprintf(losses, sizeof(losses), ", lost %" PRIu64 " (ring buffer full)", sum.lost);
+	if (sum.dropped)
+		snprintf(losses + strlen(losses), sizeof(losses) - strlen(losses),
+			 ", dropped %" PRIu64 "%s", sum.dropped, tb_verbose ? "" : " (-v says why)");
+	if (wrote && w->hint)
+		snprintf(where, sizeof(where), "; wrote %s (%s)", wrote, w->hint);
+	else if (wrote)
+		snprintf(where, sizeof(where), "; wrote %s", wrote);
+	tb_info("%" PRIu64 " samples in %.1f s (%s mode, %s, %s), %" PRIu64 " %s%s%s",
+		written, st->seconds, cli_mode_name(s->opt->mode), s->opt->event->name,
+		cli_rate_text(s->opt, rate, sizeof(rate)), st->processes,
+		plural(st->processes, "process", "processes"), losses, where);
+}
+
+/* Why a run gave nothing, and what to do: one line. */
+void stats_explain_empty(const struct session *s, const char *refused)
+{
+	const struct options *o = s->opt;
+	struct stats_summary sum;
+
+	stats_summarize(s, 0, &sum);
+	if (o->cmd && refused)
+		tb_error("%s: %s", o->cmd[0], refused);
+	else if (o->cmd && !s->st.processes)
+		tb_error("%s: not a Python process, or it exited before its interpreter started: nothing profiled (run a CPython %s program, e.g. -- python3 app.py)",
+			 o->cmd[0], layout_supported());
+	else if (!s->st.processes)
+		tb_error("--all-python: no CPython %s process ran in %.1f s: nothing profiled (run tachyon-bpf while the program runs)",
+			 layout_supported(), s->st.seconds);
+	else if (sum.collected)
+		tb_error("no samples: all %" PRIu64 " taken were lost or dropped (run with -v to see why)",
+			 sum.collected);
+	else if (o->mode == TB_MODE_CPU)
+		tb_error("no samples: the target used no CPU in %.1f s: it was idle or waiting (to see where it waits, use -m wall)",
+			 s->st.seconds);
+	else if (o->mode == TB_MODE_GIL)
+		tb_error("no samples: no profiled thread held the GIL on a CPU in %.1f s (to see where threads wait, use -m wall)",
+			 s->st.seconds);
+	else
+		tb_error("no samples in %.1f s: the run ended before the first sample (profile for longer, e.g. -d 5)",
+			 s->st.seconds);
+}
+
+/* -v: everything the summary line leaves out. */
 void stats_print(const struct session *s, uint64_t written)
 {
 	const struct session_stats *st = &s->st;
@@ -76,13 +130,10 @@ void stats_print(const struct session *s, uint64_t written)
 	int ncpus = st->ncpus ? st->ncpus : 1;
 	struct stats_summary sum;
 	uint64_t rss, peak;
-	char rate[64];
 
 	stats_summarize(s, written, &sum);
-	tb_info("%" PRIu64 " samples in %.1f s (%s mode, %s, %s): %.1f/s, %.1f/s per CPU on %d CPUs, %" PRIu64 " process(es)",
-		sum.collected, st->seconds, mode_name(s->opt->mode), s->opt->event->name,
-		cli_rate_text(s->opt, rate, sizeof(rate)), sum.collected / secs,
-		sum.collected / secs / ncpus, ncpus, st->processes);
+	tb_info("collected %" PRIu64 ": %.1f/s, %.1f/s per CPU on %d CPUs",
+		sum.collected, sum.collected / secs, sum.collected / secs / ncpus, ncpus);
 	if (s->opt->mode == TB_MODE_WALL)
 		tb_info("off-CPU: %" PRIu64 " periods credited at switch-in, %" PRIu64 " at the end, from %" PRIu64 " switch-outs and %" PRIu64 " threads blocked when found",
 			c[TB_C_OFFCPU_WEIGHT], st->offcpu_final, c[TB_C_OFFCPU_WALKS],
@@ -109,20 +160,26 @@ void stats_print(const struct session *s, uint64_t written)
 			st->run_cnt, (double)st->run_ns / st->run_cnt);
 }
 
-void stats_write_json(const struct session *s, uint64_t written)
+FILE *stats_open(const char *path)
+{
+	char why[128];
+	FILE *f = safe_open(path, why, sizeof(why));
+
+	if (!f)
+		tb_error("--stats %s: %s (choose a writable path)", path, why);
+	return f;
+}
+
+void stats_write_json(FILE *f, const struct session *s, uint64_t written)
 {
 	const struct session_stats *st = &s->st;
 	const uint64_t *c = st->bpf;
 	double secs = st->seconds > 0 ? st->seconds : 1;
 	struct stats_summary sum;
-	char why[128];
 	uint64_t rss, peak;
-	FILE *f = safe_open(s->opt->stats_path, why, sizeof(why));
 
-	if (!f || safe_truncate(f)) {
-		tb_warn("--stats %s: %s", s->opt->stats_path, f ? strerror(errno) : why);
-		if (f)
-			fclose(f);
+	if (safe_truncate(f)) {
+		tb_warn("--stats %s: %s", s->opt->stats_path, strerror(errno));
 		return;
 	}
 	stats_summarize(s, written, &sum);
@@ -158,8 +215,9 @@ void stats_write_json(const struct session *s, uint64_t written)
 		st->ncpus, bpf_ns_per_sample(st), st->run_cnt,
 		st->run_cnt ? (double)st->run_ns / st->run_cnt : 0.0,
 		rss, peak, s->sym.codes.len, s->sym.evicted, code_hit_rate(&s->sym), st->compactions,
-		s->opt->event->name, mode_name(s->opt->mode), s->opt->freq,
+		s->opt->event->name, cli_mode_name(s->opt->mode), s->opt->freq,
 		s->opt->rate_hz, s->opt->tick_every, s->opt->kernel_hz, stats_scope(s),
 		s->sampler.task_events);
-	fclose(f);
+	if (fflush(f))
+		tb_warn("--stats %s: %s", s->opt->stats_path, strerror(errno));
 }

@@ -60,8 +60,8 @@ static int read_layout(struct target *t, unsigned flags, char *err, size_t errle
 			from_hint = 1;
 		}
 		if (!version) {
-			snprintf(err, errlen, "cannot tell the Python version of %s (supported: 3.11 to 3.15)",
-				 t->loc.path);
+			snprintf(err, errlen, "cannot tell the Python version of %s (tachyon-bpf reads %s)",
+				 t->loc.path, layout_supported());
 			return TARGET_UNSUPPORTED;
 		}
 		ret = layout_from_version(version, flags, &t->layout);
@@ -71,12 +71,7 @@ static int read_layout(struct target *t, unsigned flags, char *err, size_t errle
 		strncat(t->version, "t", sizeof(t->version) - strlen(t->version) - 1);
 	if (ret == LAYOUT_OK)
 		return TARGET_OK;
-	if (ret == LAYOUT_PRERELEASE)
-		snprintf(err, errlen, "Python %s is a pre-release: %s (use --force-version to try the nearest known layout)",
-			 t->version, layout_strerror(ret));
-	else
-		snprintf(err, errlen, "Python %s is not supported: %s (supported: 3.11 to 3.15)",
-			 t->version, layout_strerror(ret));
+	layout_explain(t->version, version, ret, err, errlen);
 	return TARGET_UNSUPPORTED;
 }
 
@@ -288,6 +283,26 @@ static void read_cwd(struct target *t)
 	t->cwd_len = (size_t)n;
 }
 
+/*
+ * No runtime we can read, but an interpreter file named by its version
+ * (python2.7, libpython3.6m.so): an interpreter from before _PyRuntime,
+ * worth naming as such rather than "not a Python process".
+ */
+static int old_python(struct target *t, char *err, size_t errlen)
+{
+	uint32_t version = version_from_hint(t->loc.version_hint);
+	struct py_layout l;
+	int ret;
+
+	if (!version)
+		return TARGET_NOT_PYTHON;
+	ret = layout_from_version(version, 0, &l);
+	if (ret == LAYOUT_OK)
+		return TARGET_NOT_PYTHON;	/* a version we read: something else is wrong */
+	layout_explain(t->loc.version_hint, version, ret, err, errlen);
+	return TARGET_UNSUPPORTED;
+}
+
 int target_open(pid_t pid, unsigned flags, struct target *t, char *err, size_t errlen)
 {
 	int ret;
@@ -302,7 +317,7 @@ int target_open(pid_t pid, unsigned flags, struct target *t, char *err, size_t e
 	case PROC_NO_PROCESS:
 		return TARGET_NO_PROCESS;
 	case PROC_NOT_PYTHON:
-		return TARGET_NOT_PYTHON;
+		return old_python(t, err, errlen);
 	case PROC_ACCESS:
 		return TARGET_ACCESS;
 	default:
@@ -349,8 +364,8 @@ void target_report(pid_t pid, int ret, const char *detail)
 		tb_error("pid %d: no such process (check the pid; the process may have exited)", pid);
 		return;
 	case TARGET_NOT_PYTHON:
-		tb_error("pid %d: not a Python process: %s (give the pid of a CPython 3.11+ process)",
-			 pid, detail);
+		tb_error("pid %d: not a Python process: %s (give the pid of a CPython %s process)",
+			 pid, detail, layout_supported());
 		return;
 	case TARGET_ACCESS:
 		/* Reading the process needs CAP_SYS_PTRACE; reading its files, DAC. */
@@ -362,7 +377,7 @@ void target_report(pid_t pid, int ret, const char *detail)
 				 pid, detail);
 		return;
 	case TARGET_UNSUPPORTED:
-		tb_error("pid %d: unsupported Python: %s", pid, detail);
+		tb_error("pid %d: %s", pid, detail);
 		return;
 	}
 	tb_error("pid %d: cannot inspect the process: %s", pid, detail);

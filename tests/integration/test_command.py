@@ -182,14 +182,14 @@ def test_pid_subprocesses_later():
 
 @timeout(30)
 def test_command_not_python():
-    """-- /bin/sleep 1: nothing to profile. One warning line says the command
-    is not Python; the run ends with it, exit 0, empty profile."""
+    """-- /bin/sleep 1: nothing to profile. One line says the command is not
+    Python; the run ends with it, exit 1 (nothing profiled), empty profile."""
     res = _run_cmd(["-F", 199], ["/bin/sleep", "1"], timeout_s=20)
-    check(res.rc == 0, "profiler %s %s" % (common.sigdesc(res.rc), res.where()))
+    check(res.rc == 1, "profiler %s, want exit 1 %s" % (common.sigdesc(res.rc), res.where()))
     check(res.profile_bytes() == b"", "profile not empty: %r" % res.profile_bytes()[:200])
-    w = warnings(res)
+    w = res.err_lines()
     check(len(w) == 1 and re.search(r"not a Python process", w[0]),
-          "want one 'not a Python process' warning, got %r %s" % (w, res.where()))
+          "want one 'not a Python process' line, got %r %s" % (w, res.where()))
     check(0.8 < res.elapsed < 6, "run took %.1f s for `sleep 1`" % res.elapsed)
     st = res.stats()
     check(st["collected"] == 0 and st["processes"] == 0, "stats: %r" % st)
@@ -225,3 +225,32 @@ def test_command_exec_chain():
     check(early >= 0.5 * exp, "early_phase: %d samples for %.3f s of CPU (%.0f expected): "
           "Python exec'd 0.6 s after the command started was found late [top: %s]"
           % (early, done[0]["early_cpu_s"], exp, fmt_stacks(stacks, 4)))
+
+
+@timeout(60)
+def test_command_stdout_apart():
+    """`tachyon-bpf -- python3 app.py > out.folded`: the command's own stdout
+    must not land in the profile; it goes to stderr instead."""
+    py = common.primary_python()
+    res = run_profiler(None, ["-F", 199, "--", py.path,
+                              os.path.join(WORKLOADS, "cmd_app.py"), 0.1, 0.4],
+                       timeout=40).expect_ok()
+    stacks = common.parse_collapsed(res.out, res.where())   # strict: only stack lines
+    check(any("main_phase" in s.names for s in stacks), "main_phase missing [top: %s]"
+          % fmt_stacks(stacks, 4))
+    check(b"DONE" not in res.out, "the command's output is in the profile: %r" % res.out[:300])
+    check(any(l.startswith("DONE {") for l in res.err_lines()),
+          "the command's stdout (its DONE line) is not on stderr: %r" % res.err_text[-400:])
+
+
+@timeout(60)
+def test_command_unsupported_python():
+    """-- python3.9 ...: one line naming Python 3.9 as too old, exit 1; not
+    'not a Python process' as well."""
+    py = common.pyenv_python("3.9.18")
+    res = _run_cmd(["-F", 199], [py.path, "-c", "import time; time.sleep(1)"], timeout_s=30)
+    lines = res.err_lines()
+    check(res.rc == 1, "profiler %s, want exit 1 %s" % (common.sigdesc(res.rc), res.where()))
+    check(len(lines) == 1 and re.search(r"Python 3\.9 is too old", lines[0]),
+          "want one line saying Python 3.9 is too old, got %r" % lines)
+    check("not a Python" not in res.err_text, "contradictory message: %r" % res.err_text)

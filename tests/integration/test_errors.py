@@ -149,12 +149,109 @@ def test_error_missing_one_capability():
 
 @timeout(30)
 def test_error_unwritable_output():
-    _expect_error(_target().pid, ["-d", 3, "-o", "/nonexistent-dir/out.folded"], 1,
-                  must=["/nonexistent-dir/out.folded"], max_elapsed=2.5,
-                  what="-o /nonexistent-dir/out.folded")
+    """-o, and --stats too, are checked before the run (--stats once failed
+    only after it)."""
+    for opt, path in (("-o", "/nonexistent-dir/out.folded"),
+                      ("--stats", "/nonexistent-dir/s.json")):
+        _expect_error(_target().pid, ["-d", 3, opt, path], 1, must=[path], max_elapsed=2.5,
+                      what="%s %s" % (opt, path))
 
 
 @timeout(30)
 def test_error_no_btf():
     _expect_error(_target().pid, ["-d", 1], 1, env={"TACHYON_BTF": "/nonexistent"},
                   must=["BTF"], what="TACHYON_BTF=/nonexistent")
+
+
+def _old_python(version, exe):
+    """A sleeping interpreter from pyenv too old for spinner.py's syntax: wait
+    until its libpython is mapped, as the profiler would look for it."""
+    import os
+    import time
+    from common import PYENV_ROOT
+    path = os.path.join(PYENV_ROOT, "versions", version, "bin", exe)
+    check(os.path.exists(path), "%s is missing (pyenv %s)" % (path, version))
+    p = spawn([path, "-c", "import time; time.sleep(60)"], stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with open("/proc/%d/maps" % p.pid) as f:
+            if "libpython" in f.read():
+                return p
+        time.sleep(0.05)
+    return p
+
+
+@timeout(30)
+def test_error_python_2_7():
+    """No _PyRuntime in 2.7: still named as the Python it is, too old."""
+    p = _old_python("2.7.18", "python2.7")
+    _expect_error(p.pid, ["-d", 1], 1, must=[r"Python 2\.7\b", "too old", r"3\.11 to 3\.1\d"],
+                  must_not=["not a Python process"], what="python 2.7.18 target")
+
+
+@timeout(30)
+def test_error_python_3_6():
+    p = _old_python("3.6.15", "python3.6")
+    _expect_error(p.pid, ["-d", 1], 1, must=[r"Python 3\.6\b", "too old"],
+                  must_not=["not a Python process"], what="python 3.6.15 target")
+
+
+@timeout(30)
+def test_error_unsupported_says_it_once():
+    """'unsupported Python: Python 3.9 is not supported' said it twice."""
+    w = start_workload(pyenv_python("3.9.18"), "spinner.py", 60)
+    line = _expect_error(w.pid, ["-d", 1], 1, must=[r"Python 3\.9 is too old"],
+                         what="python 3.9.18 target")
+    check(len(re.findall(r"support", line)) <= 1, "the message repeats itself: %r" % line)
+
+
+@timeout(30)
+def test_error_output_unknown_extension():
+    """-o x.html used to get collapsed text silently."""
+    import os
+    from common import art_path
+    path = art_path("x.html")
+    _expect_error(_target().pid, ["-d", 1, "-o", path], 2, must=[r"\.html", r"\.svg"],
+                  what="-o x.html")
+    check(not os.path.exists(path), "-o x.html: the file was created")
+
+
+@timeout(30)
+def test_error_pyspy_without_equivalent():
+    """py-spy options we have no equivalent for get a pointer, not 'unknown option'."""
+    for args, word in ((["--native"], "native"), (["-n"], "native"),
+                       (["-f", "chrometrace"], "speedscope")):
+        _expect_error(_target().pid, ["-d", 1] + args, 2, must=[word],
+                      must_not=["unknown option"], what=" ".join(args))
+
+
+@timeout(30)
+def test_error_subcommand_help_pointer():
+    """`top --bogus` points to top's help, not the main one."""
+    from common import binary
+    for cmd in ("top", "dump"):
+        p = subprocess.run([binary(), cmd, "--bogus"], capture_output=True, timeout=10)
+        e = p.stderr.decode().strip()
+        check(p.returncode == 2 and "\n" not in e and "tachyon-bpf %s --help" % cmd in e,
+              "%s --bogus: exit %d, stderr %r; want a pointer to `tachyon-bpf %s --help`"
+              % (cmd, p.returncode, e, cmd))
+
+
+@timeout(30)
+def test_error_idle_target():
+    """An idle target in cpu mode: 0 samples is an error that says -m wall."""
+    import os
+    from common import art_path
+    script = art_path("idle.py")
+    with open(script, "w") as f:
+        f.write("import os, time\nprint('READY {\"pid\": %d}' % os.getpid(), flush=True)\n"
+                "time.sleep(60)\n")
+    w = start_workload(primary_python(), None, script_path=script)
+    out = art_path("idle.svg")
+    res = run_profiler(w.pid, ["-d", 1, "-o", out], timeout=20)
+    lines = res.err_lines()
+    check(res.rc == 1, "idle target: %s, want exit 1 %s" % (_desc(res.rc), res.where()))
+    check(len(lines) == 1 and "-m wall" in lines[0] and LINE_RE.match(lines[0]),
+          "idle target: want one line pointing to -m wall, got %r" % lines)
+    check(not os.path.exists(out) or os.path.getsize(out) == 0,
+          "idle target: a profile was written to %s" % out)

@@ -346,6 +346,25 @@ def test_format_pprof(python):
     check(total == written, "pprof samples sum to %d, --stats written %d %s"
           % (total, written, res.where()))
     _check_share("pprof", heavy, total, res.where())
+    _go_pprof_names(out)
+
+
+def _go_pprof_names(path):
+    """go tool pprof, the real consumer, names every function as written:
+    `<module>` must not become `<unknown>` (its demangler once ate it)."""
+    go = shutil.which("go")
+    check(go, "go not installed (run scripts/deps.sh: golang-go)")
+    with tempfile.TemporaryDirectory() as home:
+        p = subprocess.run([go, "tool", "pprof", "-top", "-nodecount=500", path],
+                           capture_output=True, timeout=120,
+                           env=dict(os.environ, HOME=home, GOCACHE=home, GOFLAGS=""))
+    text = p.stdout.decode("utf-8", "replace")
+    check(p.returncode == 0, "go tool pprof -top failed: %s"
+          % p.stderr.decode("utf-8", "replace")[-300:])
+    check(re.search(r"\s<module>\s*$", text, re.M) and "<unknown>" not in text,
+          "go tool pprof -top does not show <module> by name:\n%s" % text[-1500:])
+    for h in HOT:
+        check(re.search(r"\s%s\s*$" % h, text, re.M), "go tool pprof -top lacks %s" % h)
 
 
 # --------------------------------------------------------------------------

@@ -131,7 +131,7 @@ def test_pyroscope_push_and_retry():
     parsed = [_parse_request(r, where) for r in reqs]
 
     # The 500 is reported, once, on one line.
-    bad = [l for l in res.err_lines() if "pyroscope" in l]
+    bad = [l for l in res.err_lines() if "pyroscope:" in l]
     check(len(bad) == 1, "expected one stderr line about the failed push, got %d: %r"
           % (len(bad), bad))
     check(re.search(r"HTTP 500", bad[0]) and bad[0].startswith("tachyon-bpf: "),
@@ -182,7 +182,7 @@ def test_pyroscope_unreachable():
     res = run_profiler(w.pid, ["-F", FREQ, "-d", 3, "--pyroscope", "http://127.0.0.1:%d" % port,
                                "--app", "x", "--push-interval", 1],
                        timeout=40, env=NO_PROXY, outfile=out).expect_ok()
-    bad = [l for l in res.err_lines() if "pyroscope" in l]
+    bad = [l for l in res.err_lines() if "pyroscope:" in l]
     check(len(bad) >= 2, "expected a stderr line per failed push, got %r %s" % (bad, res.where()))
     for l in bad:
         check(l.startswith("tachyon-bpf: ") and "127.0.0.1:%d" % port in l,

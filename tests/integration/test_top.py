@@ -18,8 +18,8 @@ import signal
 import subprocess
 import time
 
-from common import (WORKLOADS, art_path, binary, check, fail, primary_python, run_profiler,
-                    spawn, start_workload, timeout)
+from common import (WORKLOADS, art_path, binary, check, fail, primary_python, pyenv_python,
+                    run_profiler, sigdesc, spawn, start_workload, timeout, unused_pid)
 
 COLS, ROWS = 140, 40
 ROW_RE = re.compile(r"^\s*([\d.]+)%\s+([\d.]+)%\s+([\d.]+)\s+([\d.]+)\s+(.+?) \((.+):(\d+)\)\s*$")
@@ -246,6 +246,25 @@ def test_top_needs_terminal():
               "top %s: exit %d, stderr %r; expected exit 2 and %r" % (args, p.returncode, e, msg))
 
 
+@timeout(60)
+def test_top_attach_errors():
+    """A target top cannot watch: one line, exit 1, no crash (top's screen
+    was never set up, so there is nothing to tear down)."""
+    sleeper = spawn(["sleep", "60"], stdin=subprocess.DEVNULL)
+    old = start_workload(pyenv_python("3.10.13"), "spinner.py", 60)
+    for pid, what, word in ((unused_pid(), "no such pid", "no such process"),
+                            (sleeper.pid, "not Python", "not a Python process"),
+                            (old.pid, "Python 3.10", "3.10")):
+        p = subprocess.run([binary(), "top", "-p", str(pid)], stdin=subprocess.DEVNULL,
+                           capture_output=True, timeout=20)
+        e = p.stderr.decode().strip()
+        check(p.returncode == 1, "top -p %d (%s): %s, expected exit 1; stderr %r"
+              % (pid, what, sigdesc(p.returncode), e))
+        check("\n" not in e and word in e and e.startswith("tachyon-bpf: "),
+              "top -p %d (%s): expected one line with %r, got %r" % (pid, what, word, e))
+        check(p.stdout == b"", "top -p %d (%s): stdout not empty: %r" % (pid, what, p.stdout))
+
+
 # --------------------------------------------------------------------------
 # Recording's terminal features: the progress line and --summary. They live
 # here for the tmux helper; `run.py record_` selects them.
@@ -282,15 +301,16 @@ def test_record_summary():
 
 @timeout(120)
 def test_record_progress():
-    """On a terminal, a progress line while recording, erased at the end."""
+    """On a terminal, a progress line while recording (saying how to stop),
+    erased at the end."""
     w = start_workload(primary_python(), "spinner.py", 30)
     out = art_path("progress.folded")
     t = Tmux("progress", "%s -p %d -F 199 -d 4 -o %s" % (binary(), w.pid, out),
              stderr_to_file=False)
     try:
         s = t.wait_screen(lambda s: re.search(r"tachyon-bpf: \d+\.\d s, [1-9]\d* samples "
-                                              r"\(\d+/s\), lost \d+", s), 40,
-                          "a progress line with samples")
+                                              r"\(\d+/s\), lost \d+, .*\(Ctrl-C to stop\)", s),
+                          40, "a progress line with samples, saying Ctrl-C stops")
         rc = t.wait_exit(40)
         check(rc == 0, "recording exited %d" % rc)
         s = t.screen()

@@ -240,6 +240,49 @@ static void test_output_option_errors(void **state)
 	assert_one_line("--push-interval ten");
 }
 
+/* py-spy's command lines mean what they mean there. */
+static void test_pyspy_spellings(void **state)
+{
+	(void)state;
+	assert_int_equal(PARSE("record", "-p", "5", "-r", "250", "-f", "flamegraph", "--idle",
+			       "--nonblocking", "-t"), -1);
+	assert_int_equal(o.command, CMD_RECORD);
+	assert_int_equal(o.pids[0], 5);
+	assert_int_equal(o.freq, 250);
+	assert_string_equal(o.writer->name, "svg");
+	assert_int_equal(o.mode, TB_MODE_WALL);
+	assert_int_equal(o.threads, 1);
+	assert_int_equal(PARSE("-p", "5", "--rate", "7", "--gil", "-f", "raw"), -1);
+	assert_int_equal(o.freq, 7);
+	assert_int_equal(o.mode, TB_MODE_GIL);
+	assert_string_equal(o.writer->name, "collapsed");
+	assert_int_equal(PARSE("-p", "5", "-i"), -1);
+	assert_int_equal(o.mode, TB_MODE_WALL);
+	assert_int_equal(PARSE("-p", "5", "--native"), 2);
+	assert_one_line("not implemented yet");
+	assert_int_equal(PARSE("-p", "5", "-f", "chrometrace"), 2);
+	assert_one_line("-f speedscope");
+	assert_int_equal(PARSE("-p", "5,5,6,5"), -1);
+	assert_int_equal(o.npids, 2);
+}
+
+static void test_output_extensions(void **state)
+{
+	(void)state;
+	assert_int_equal(PARSE("-p", "5", "-o", "prof.SVG"), -1);
+	assert_string_equal(o.writer->name, "svg");
+	assert_int_equal(PARSE("-p", "5", "-o", "dir.d/out"), -1);
+	assert_string_equal(o.writer->name, "collapsed");
+	assert_int_equal(PARSE("-p", "5", "-o", ".hidden"), -1);
+	assert_string_equal(o.writer->name, "collapsed");
+	assert_int_equal(PARSE("-p", "5", "-o", "x.html"), 2);
+	assert_one_line(".html is not the extension of an output format");
+	assert_int_equal(PARSE("-p", "5", "-o", "x.html", "-f", "svg"), -1);
+	assert_string_equal(o.writer->name, "svg");
+	assert_int_equal(PARSE("top", "--bogus"), 2);
+	assert_one_line("(see tachyon-bpf top --help)");
+}
+
 /* The help of a command, captured from stdout. */
 static void help_of(const char *cmd, char *out, size_t len)
 {
@@ -295,6 +338,8 @@ int main(void)
 		cmocka_unit_test(test_output_options),
 		cmocka_unit_test(test_output_option_errors),
 		cmocka_unit_test(test_command_help),
+		cmocka_unit_test(test_pyspy_spellings),
+		cmocka_unit_test(test_output_extensions),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -171,6 +171,27 @@ static void test_builtin_tables(void **state)
 	assert_int_equal(layout_from_version(0x020700f0, 0, &l), LAYOUT_UNSUPPORTED);
 }
 
+/* Messages name the version found and the range the tables cover, once. */
+static void test_explain(void **state)
+{
+	char buf[256];
+
+	(void)state;
+	assert_string_equal(layout_supported(), "3.11 to 3.15");
+	layout_explain("2.7", 0x020700f0, LAYOUT_UNSUPPORTED, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "Python 2.7 is too old"));
+	assert_non_null(strstr(buf, "3.11 to 3.15"));
+	layout_explain("3.10", 0x030a00f0, LAYOUT_UNSUPPORTED, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "Python 3.10 is too old"));
+	layout_explain("3.16.0", 0x031000f0, LAYOUT_UNSUPPORTED, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "newer"));
+	assert_non_null(strstr(buf, "--force-version"));
+	layout_explain("3.14.0b2", 0x030e00b2, LAYOUT_PRERELEASE, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "pre-release"));
+	layout_explain("3.13.0t", 0x030d00f0, LAYOUT_FREE_THREADED, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "free-threaded"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -182,6 +203,7 @@ int main(void)
 		cmocka_unit_test(test_free_threaded),
 		cmocka_unit_test(test_inconsistent),
 		cmocka_unit_test(test_builtin_tables),
+		cmocka_unit_test(test_explain),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -678,7 +678,8 @@ static void test_pprof_roundtrip(void **state)
 	assert_int_equal(d.nloc, NFR);
 	assert_int_equal(d.nfunc, 6);
 	for (i = 0; i < d.nfunc; i++) {
-		assert_int_equal(d.func_name[i], d.func_sys[i]);
+		/* No system_name: go tool pprof would "demangle" <module> away. */
+		assert_int_equal(d.func_sys[i], 0);
 		if (!strcmp(dstr(&d, d.func_name[i]), "f")) {
 			assert_string_equal(dstr(&d, d.func_file[i]), "a.py");
 			assert_int_equal(d.func_start[i], 15);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Helpers the writers share: sticky-error output, escaping, function table. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -415,4 +416,14 @@ size_t *samples_sorted(const struct resolved *r, int by_thread)
 	qsort_r(idx, r->nsamples, sizeof(*idx), cmp_sample, &o);
 	free(rank);
 	return idx;
+}
+
+void resolved_what(const struct resolved *r, char *buf, size_t len)
+{
+	const char *event = r->event ? r->event : "samples";
+
+	if (r->mode && r->rate_text)
+		snprintf(buf, len, "%s mode, %s, %s", r->mode, event, r->rate_text);
+	else
+		snprintf(buf, len, "%s at %.6g Hz", event, r->rate);
 }

@@ -80,4 +80,8 @@ int frame_is_marker(const struct rframe *f);
 /* A kernel function, "name [k]". */
 int frame_is_kernel(const struct rframe *f);
 
+/* What a count means, for titles: "wall mode, cpu-clock, -F 999", or
+ * "cpu-clock at 999 Hz" when the mode is not known. */
+void resolved_what(const struct resolved *r, char *buf, size_t len);
+
 #endif

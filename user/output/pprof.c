@@ -196,8 +196,12 @@ static void function(struct pprof *p, size_t i)
 	size_t m = pb_begin(&p->pb, PROFILE_FUNCTION);
 
 	pb_uint(&p->pb, FUNCTION_ID, i + 1);
+	/*
+	 * No system_name: go tool pprof demangles a function whose system
+	 * name equals its name, and its C++ heuristic strips '<...>' as
+	 * template parameters, leaving "<module>" empty ("<unknown>").
+	 */
 	pb_int(&p->pb, FUNCTION_NAME, sid(p, f->name));
-	pb_int(&p->pb, FUNCTION_SYSTEM_NAME, sid(p, f->name));
 	pb_int(&p->pb, FUNCTION_FILENAME, sid(p, f->file));
 	pb_int(&p->pb, FUNCTION_START_LINE, f->firstlineno);
 	pb_end(&p->pb, m);
@@ -206,11 +210,15 @@ static void function(struct pprof *p, size_t i)
 /* What a sample stands for: 1/rate seconds of the event's clock. */
 static const char *time_type(const struct resolved *r)
 {
+	if (r->mode)
+		return !strcmp(r->mode, "wall") ? "wall" : "cpu";
 	return r->event && !strcmp(r->event, "wall") ? "wall" : "cpu";
 }
 
 static void header(struct pprof *p, const struct resolved *r, uint64_t period)
 {
+	char what[96];
+
 	value_type(p, PROFILE_SAMPLE_TYPE, "samples", "count");
 	value_type(p, PROFILE_SAMPLE_TYPE, time_type(r), "nanoseconds");
 	value_type(p, PROFILE_PERIOD_TYPE, time_type(r), "nanoseconds");
@@ -218,8 +226,9 @@ static void header(struct pprof *p, const struct resolved *r, uint64_t period)
 	pb_int(&p->pb, PROFILE_TIME_NANOS, (int64_t)(r->start_unix * 1e9));
 	pb_int(&p->pb, PROFILE_DURATION_NANOS, (int64_t)(r->duration_s * 1e9));
 	pb_int(&p->pb, PROFILE_DEFAULT_SAMPLE_TYPE, sid(p, time_type(r)));
-	snprintf(p->comment, sizeof(p->comment), "tachyon-bpf: event %s, %.6g Hz, %" PRIu64
-		 " samples", r->event ? r->event : "?", r->rate, r->total);
+	resolved_what(r, what, sizeof(what));
+	snprintf(p->comment, sizeof(p->comment), "tachyon-bpf: %s, %" PRIu64 " samples", what,
+		 r->total);
 	pb_int(&p->pb, PROFILE_COMMENT, sid(p, p->comment));
 }
 

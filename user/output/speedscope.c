@@ -99,7 +99,7 @@ static void profiles(struct emit *e, const struct resolved *r, const size_t *idx
 int output_speedscope(FILE *out, const struct resolved *r)
 {
 	struct emit e;
-	char name[128];
+	char name[160], what[96];
 	size_t *idx;
 
 	if (resolved_check(r))
@@ -110,8 +110,8 @@ int output_speedscope(FILE *out, const struct resolved *r)
 
 	emit_init(&e, out);
 	emit_str(&e, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n");
-	snprintf(name, sizeof(name), "tachyon-bpf: %s at %.6g Hz, %.1f s",
-		 r->event ? r->event : "samples", r->rate, r->duration_s);
+	resolved_what(r, what, sizeof(what));
+	snprintf(name, sizeof(name), "tachyon-bpf: %s, %.1f s", what, r->duration_s);
 	emit_str(&e, "\"name\":");
 	emit_json(&e, name);
 	emit_str(&e, ",\"exporter\":\"tachyon-bpf\",\"activeProfileIndex\":0,\n");

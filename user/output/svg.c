@@ -349,8 +349,10 @@ static const char svg_script[] =
 
 static void subtitle(struct emit *e, const struct resolved *r)
 {
-	emit_printf(e, "%" PRIu64 " samples, %s at %.6g Hz, %.1f s", r->total,
-		    r->event ? r->event : "samples", r->rate, r->duration_s);
+	char what[96];
+
+	resolved_what(r, what, sizeof(what));
+	emit_printf(e, "%" PRIu64 " samples, %s, %.1f s", r->total, what, r->duration_s);
 	emit_procs(e, r, 1);
 }
 

@@ -1,14 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The table of output formats. */
 #include <string.h>
+#include <strings.h>
 #include "output.h"
 
 static const struct writer writers[] = {
-	{ "collapsed", ".folded .collapsed .txt", output_collapsed },
-	{ "svg", ".svg", output_svg },
-	{ "speedscope", ".speedscope.json .json", output_speedscope },
-	{ "pprof", ".pb.gz .pprof .pprof.gz", output_pprof },
-	{ "summary", ".summary .summary.txt", output_summary },
+	{ "collapsed", ".folded .collapsed .txt", output_collapsed, "flamegraph.pl input" },
+	{ "svg", ".svg", output_svg, "open it in a browser" },
+	{ "speedscope", ".speedscope.json .json", output_speedscope,
+	  "open it at https://www.speedscope.app" },
+	{ "pprof", ".pb.gz .pprof .pprof.gz", output_pprof, "open it with go tool pprof -http=:" },
+	{ "summary", ".summary .summary.txt", output_summary, NULL },
+};
+
+/* py-spy's names for the same formats (py-spy record -f ...). */
+static const struct { const char *alias, *name; } aliases[] = {
+	{ "flamegraph", "svg" },
+	{ "raw", "collapsed" },
 };
 
 #define NR_WRITERS (sizeof(writers) / sizeof(writers[0]))
@@ -17,6 +25,9 @@ const struct writer *writer_find(const char *name)
 {
 	size_t i;
 
+	for (i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
+		if (!strcmp(aliases[i].alias, name))
+			name = aliases[i].name;
 	for (i = 0; i < NR_WRITERS; i++)
 		if (!strcmp(writers[i].name, name))
 			return &writers[i];
@@ -27,7 +38,8 @@ static int ends_with(const char *s, const char *end, size_t n)
 {
 	size_t ls = strlen(s);
 
-	return ls >= n && !strncmp(s + ls - n, end, n);
+	/* prof.SVG is an SVG too. */
+	return ls >= n && !strncasecmp(s + ls - n, end, n);
 }
 
 /* The longest matching ending wins: x.summary.txt is a summary, not collapsed. */
@@ -58,17 +70,33 @@ const struct writer *writer_default(void)
 	return &writers[0];
 }
 
-const char *writer_names(void)
+/* Each writer's name, or its main extension, in a list for messages. */
+static const char *join(char *buf, int exts)
 {
-	static char buf[256];
 	size_t i;
 
 	if (buf[0])
 		return buf;
 	for (i = 0; i < NR_WRITERS; i++) {
+		const char *w = exts ? writers[i].exts : writers[i].name;
+
 		if (i)
-			strcat(buf, ", ");
-		strcat(buf, writers[i].name);
+			strcat(buf, exts && i + 1 == NR_WRITERS ? " or " : ", ");
+		strncat(buf, w, strcspn(w, " "));
 	}
 	return buf;
+}
+
+const char *writer_names(void)
+{
+	static char buf[256];
+
+	return join(buf, 0);
+}
+
+const char *writer_extensions(void)
+{
+	static char buf[256];
+
+	return join(buf, 1);
 }
