@@ -212,6 +212,10 @@ static int resolve_one(struct resolved *r, const struct agg_key *k, uint64_t cou
 		symbols_frame(symbols_get(sym, t, f), f, t, o->full_paths, &sf2);
 		if (sf2.hidden)
 			continue;
+		if (o->line_mode == LINES_FUNCTION)
+			sf2.line = sf2.firstlineno;
+		else if (o->line_mode == LINES_NONE)
+			sf2.line = RFRAME_NO_LINE;
 		s->frames[s->depth] = intern(r, sf2.name, sf2.file, sf2.line, sf2.firstlineno);
 		if (!s->frames[s->depth++])
 			return -1;

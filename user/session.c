@@ -129,6 +129,7 @@ static void resolve_opts_of(struct session *s, struct resolve_opts *ro)
 {
 	*ro = (struct resolve_opts){
 		.full_paths = s->opt->full_paths, .threads = s->opt->threads,
+		.line_mode = s->opt->line_mode,
 		.gc_frames = s->opt->gc_frames,
 		.proc_root = s->opt->all_python || s->opt->subprocesses,
 		.show_pids = s->opt->show_pids,

@@ -281,7 +281,12 @@ def _ints(wire, v):
 
 
 def _decode_pprof(data):
-    prof = {"strings": [], "samples": [], "loc": {}, "func": {}, "types": [], "period": 0}
+    """The fields the tests look at. loc: location id -> function id;
+    loc_line: location id -> line; func/func_file/func_start: function id ->
+    name, file (string indexes) and start line; a sample's labels are
+    (key, str index, num) triples."""
+    prof = {"strings": [], "samples": [], "loc": {}, "loc_line": {}, "func": {},
+            "func_file": {}, "func_start": {}, "types": [], "period": 0}
     for f, wire, v in _fields(data):
         if f == 6:
             prof["strings"].append(v.decode("utf-8"))
@@ -290,21 +295,33 @@ def _decode_pprof(data):
         elif f == 12:
             prof["period"] = v
         elif f == 2:
-            s = {"loc": [], "val": []}
+            s = {"loc": [], "val": [], "labels": []}
             for k, w2, x in _fields(v):
                 if k == 1:
                     s["loc"] += _ints(w2, x)
                 elif k == 2:
                     s["val"] += _ints(w2, x)
+                elif k == 3:
+                    d = dict((a, y) for a, _, y in _fields(x))
+                    s["labels"].append((d.get(1, 0), d.get(2, 0), d.get(3, 0)))
             prof["samples"].append(s)
         elif f == 4:
             d = dict((k, x) for k, _, x in _fields(v) if k != 4)
             line = [dict((k, x) for k, _, x in _fields(x)) for k, _, x in _fields(v) if k == 4]
             prof["loc"][d[1]] = line[0][1]
+            prof["loc_line"][d[1]] = line[0].get(2, 0)
         elif f == 5:
             d = dict((k, x) for k, _, x in _fields(v))
             prof["func"][d[1]] = d.get(2, 0)
+            prof["func_file"][d[1]] = d.get(4, 0)
+            prof["func_start"][d[1]] = d.get(5, 0)
     return prof
+
+
+def pprof_labels(prof, s):
+    """A decoded sample's labels as {key: str or num}."""
+    st = prof["strings"]
+    return dict((st[k], st[x] if x else n) for k, x, n in s["labels"])
 
 
 @timeout(90)

@@ -185,7 +185,8 @@ static void location(struct pprof *p, const struct rframe *f)
 	pb_uint(&p->pb, LOCATION_ID, (uint64_t)f->id + 1);
 	l = pb_begin(&p->pb, LOCATION_LINE);
 	pb_uint(&p->pb, LINE_FUNCTION_ID, (uint64_t)p->ft.of_frame[f->id] + 1);
-	pb_int(&p->pb, LINE_LINE, f->line);
+	/* 0 is pprof's "no line" (--nolineno) */
+	pb_int(&p->pb, LINE_LINE, f->line == RFRAME_NO_LINE ? 0 : f->line);
 	pb_end(&p->pb, l);
 	pb_end(&p->pb, m);
 }

@@ -28,7 +28,8 @@ static void frames(struct emit *e, const struct resolved *r)
 		if (!frame_is_marker(f)) {
 			emit_str(e, ",\"file\":");
 			emit_json(e, f->file);
-			emit_printf(e, ",\"line\":%d", f->line);
+			if (f->line != RFRAME_NO_LINE)
+				emit_printf(e, ",\"line\":%d", f->line);
 		}
 		emit_str(e, "}");
 	}
