@@ -7,7 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 #include "dump.h"
+#include "dump_more.h"
 #include "errors.h"
+#include "pythreads.h"
 #include "remote.h"
 #include "symbols.h"
 #include "target.h"
@@ -21,12 +23,6 @@ struct thread {
 	uint64_t tid;
 };
 
-struct stack {
-	struct tb_frame frames[TB_MAX_DEPTH];
-	uint32_t depth;
-	int partial;		/* a frame could not be read */
-	int truncated;		/* deeper than TB_MAX_DEPTH */
-};
 
 /* Like the BPF side: never more than TB_READ_MAX bytes of one object. */
 static int read_obj(pid_t pid, uint64_t addr, uint8_t *buf, uint16_t len)
@@ -133,7 +129,7 @@ static void walk(const struct target *t, uint64_t frame, struct stack *st)
 {
 	const struct tb_walk *w = &t->layout.walk;
 	uint8_t fr[OBJ_BUF];
-	uint64_t code;
+	uint64_t code, here;
 	int i;
 	uint8_t owner;
 
@@ -147,6 +143,7 @@ static void walk(const struct target *t, uint64_t frame, struct stack *st)
 			st->partial = 1;
 			return;
 		}
+		here = frame;
 		owner = fr[w->fr_owner & (TB_READ_MAX - 1)];
 		frame = get64(fr, w->fr_previous);
 		if (owner > w->owner_max) {
@@ -158,13 +155,18 @@ static void walk(const struct target *t, uint64_t frame, struct stack *st)
 		if (owner >= w->owner_skip)
 			continue;
 		code = get64(fr, w->fr_code) & w->exec_mask;
-		if (code)
+		if (code) {
+			uint32_t d = st->depth;
+
 			record_frame(t, st, code, get64(fr, w->fr_instr));
+			if (st->depth > d)
+				st->addr[d] = here;	/* dump --locals reads its localsplus */
+		}
 	}
 }
 
 /* "running", "sleeping", ... from /proc/PID/task/TID/stat. */
-static const char *thread_state(pid_t pid, uint64_t tid)
+const char *dump_thread_state(pid_t pid, uint64_t tid)
 {
 	char path[64], buf[512], *p;
 	ssize_t n;
@@ -198,7 +200,7 @@ static const char *thread_state(pid_t pid, uint64_t tid)
 	return "idle";
 }
 
-static int holds_gil(const struct target *t, uint64_t tstate)
+int dump_holds_gil(const struct target *t, uint64_t tstate)
 {
 	const struct tb_walk *w = &t->layout.walk;
 	uint8_t gil[32];
@@ -208,9 +210,11 @@ static int holds_gil(const struct target *t, uint64_t tstate)
 	return get32(gil, w->gil_locked) && get64(gil, w->gil_holder) == tstate;
 }
 
-static void print_frames(const struct target *t, struct symbols *sym, const struct stack *st,
-			 int full_paths)
+static void print_frames(const struct target *t, const struct dump_ctx *dx,
+			 const struct stack *st)
 {
+	struct symbols *sym = dx->sym;
+	int full_paths = dx->o->full_paths;
 	struct sym_frame sf;
 	uint32_t i;
 
@@ -224,6 +228,8 @@ static void print_frames(const struct target *t, struct symbols *sym, const stru
 			printf("  File \"%s\", line %d, in %s\n", sf.file, sf.line, sf.name);
 		else
 			printf("  %s\n", sf.name);
+		if (dx->o->dump_locals)
+			dump_locals_text(t, st->frames[i].code, st->addr[i]);
 	}
 	if (!st->depth && !st->partial)
 		printf("  (no Python frames)\n");
@@ -233,24 +239,29 @@ static void print_frames(const struct target *t, struct symbols *sym, const stru
 		printf("  ... (more than %d frames: the outermost are not shown)\n", TB_MAX_DEPTH);
 }
 
-static void print_thread(const struct target *t, struct symbols *sym, const struct thread *th,
-			 int full_paths)
+/* A running thread may pop a frame while we walk: start again from the
+ * frame it executes then. */
+static void walk_thread(const struct target *t, const struct thread *th, struct stack *st)
 {
-	static struct stack st;
-	char name[64] = "?";
 	int try;
 
-	/* A running thread may pop a frame while we walk: start again from
-	 * the frame it executes then. */
 	for (try = 0; try < WALK_TRIES; try++) {
-		walk(t, thread_frame(t, th->tstate), &st);
-		if (!st.partial)
+		walk(t, thread_frame(t, th->tstate), st);
+		if (!st->partial)
 			break;
 	}
-	proc_comm(t->pid, (pid_t)th->tid, name, sizeof(name));
+}
+
+static void print_thread(const struct target *t, const struct dump_ctx *dx, const struct thread *th)
+{
+	static struct stack st;
+	char name[PYTHREAD_NAME_MAX];
+
+	walk_thread(t, th, &st);
+	dump_thread_name(t, dx, th->tid, name, sizeof(name));
 	printf("\nThread %llu (%s): %s%s\n", (unsigned long long)th->tid, name,
-	       thread_state(t->pid, th->tid), holds_gil(t, th->tstate) ? ", holds the GIL" : "");
-	print_frames(t, sym, &st, full_paths);
+	       dump_thread_state(t->pid, th->tid), dump_holds_gil(t, th->tstate) ? ", holds the GIL" : "");
+	print_frames(t, dx, &st);
 }
 
 static void print_process(const struct target *t)
@@ -279,7 +290,9 @@ static void print_process(const struct target *t)
 static int dump_one(pid_t pid, const struct options *o, struct symbols *sym)
 {
 	static struct thread th[MAX_THREADS];
+	static struct pythread names[MAX_THREADS];
 	static struct target t;
+	struct dump_ctx dx = { o, sym, names, 0 };
 	char err[512] = "";
 	int ret, n, i;
 
@@ -299,10 +312,21 @@ static int dump_one(pid_t pid, const struct options *o, struct symbols *sym)
 		target_close(&t);
 		return TB_EXIT_RUNTIME;
 	}
+	dx.nnames = pythreads_read(&t, names, MAX_THREADS);
+	if (o->dump_json) {
+		/* The list is newest first: the main thread last. Print it first. */
+		for (i = n - 1; i >= 0; i--) {
+			static struct stack st;
+
+			walk_thread(&t, &th[i], &st);
+			dump_json_thread(&t, &dx, th[i].tstate, th[i].tid, &st);
+		}
+		target_close(&t);
+		return TB_EXIT_OK;
+	}
 	print_process(&t);
-	/* The list is newest first: the main thread last. Print it first. */
 	for (i = n - 1; i >= 0; i--)
-		print_thread(&t, sym, &th[i], o->full_paths);
+		print_thread(&t, &dx, &th[i]);
 	target_close(&t);
 	return fflush(stdout) ? TB_EXIT_RUNTIME : TB_EXIT_OK;
 }
@@ -312,16 +336,20 @@ int dump_main(const struct options *o)
 	struct symbols sym;
 	int i, ret = TB_EXIT_OK;
 
+	if (o->dump_json)
+		dump_json_begin();
 	for (i = 0; i < o->npids; i++) {
 		if (symbols_init(&sym)) {
 			tb_error("dump: out of memory (free some memory)");
 			return TB_EXIT_RUNTIME;
 		}
-		if (i)
+		if (i && !o->dump_json)
 			printf("\n");
 		if (dump_one(o->pids[i], o, &sym))
 			ret = TB_EXIT_RUNTIME;
 		symbols_free(&sym);
 	}
-	return ret;
+	if (o->dump_json)
+		dump_json_end();
+	return fflush(stdout) ? TB_EXIT_RUNTIME : ret;
 }

@@ -1,0 +1,82 @@
+"""Threads with Python names, one renamed, one that threading does not know.
+
+usage: named_threads.py [MAX_SECONDS]
+Threads (all busy, each in its own function):
+  "producer"                       produce()
+  "hasher"                         hash_loop()
+  "ünïcode-worker-with-a-long-name" (longer than the kernel's 15-byte comm) spin_unicode()
+  started as "before-rename", renamed "renamed-later" once running   renamed()
+  a _thread.start_new_thread thread (not in threading._active)     raw_thread()
+and the main thread ("MainThread") sleeps in main().
+Prints `READY {"pid": N, "tids": {"producer": TID, ..., "raw": TID}}` once
+every thread runs and the rename is done.
+"""
+import _thread
+import json
+import os
+import sys
+import threading
+import time
+
+STOP = []
+TIDS = {}
+LONG = "\u00fcn\u00efcode-worker-with-a-long-name"
+
+
+def spin():
+    acc = 0
+    for i in range(5000):
+        acc = (acc * 31 + i) & 0xFFFFF
+    return acc
+
+
+def produce():
+    TIDS["producer"] = threading.get_native_id()
+    while not STOP:
+        spin()
+
+
+def hash_loop():
+    TIDS["hasher"] = threading.get_native_id()
+    while not STOP:
+        spin()
+
+
+def spin_unicode():
+    TIDS[LONG] = threading.get_native_id()
+    while not STOP:
+        spin()
+
+
+def renamed():
+    TIDS["renamed-later"] = threading.get_native_id()
+    while not STOP:
+        spin()
+
+
+def raw_thread():
+    TIDS["raw"] = threading.get_native_id()
+    while not STOP:
+        spin()
+
+
+def main(max_seconds):
+    ts = [threading.Thread(target=produce, name="producer", daemon=True),
+          threading.Thread(target=hash_loop, name="hasher", daemon=True),
+          threading.Thread(target=spin_unicode, name=LONG, daemon=True),
+          threading.Thread(target=renamed, name="before-rename", daemon=True)]
+    for t in ts:
+        t.start()
+    _thread.start_new_thread(raw_thread, ())
+    while len(TIDS) < 5:
+        time.sleep(0.01)
+    ts[3].name = "renamed-later"
+    TIDS["MainThread"] = threading.get_native_id()
+    sys.stdout.write("READY " + json.dumps({"pid": os.getpid(), "tids": TIDS}) + "\n")
+    sys.stdout.flush()
+    time.sleep(max_seconds)
+    STOP.append(1)
+
+
+if __name__ == "__main__":
+    main(float(sys.argv[1]) if len(sys.argv) > 1 else 60.0)
