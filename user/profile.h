@@ -61,6 +61,7 @@ struct rsample {
 	uint32_t depth;
 	uint64_t count;
 	struct rframe **frames;	/* root first */
+	char *tname;		/* the thread's name (Python's, else comm), or NULL */
 };
 
 struct resolved {

@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include "clock.h"
 #include "errors.h"
+#include "pythreads.h"
 #include "session.h"
 
 #define POLL_MS		1000	/* drain at least this often: samples don't wake us */
@@ -45,11 +46,6 @@
 /* When to look again at a process that is not (yet) a Python we can read. */
 static const double retry_after[] = { 0.002, 0.01, 0.03, 0.1, 0.3, 1.0 };
 #define MAX_ATTEMPTS (int)(sizeof(retry_after) / sizeof(retry_after[0]))
-
-struct thread_key {
-	uint32_t target;
-	uint32_t tid;
-};
 
 static struct target *target_of(struct session *s, uint32_t pid)
 {
@@ -114,6 +110,7 @@ static int add_target(struct session *s, struct target *t)
 static const char *thread_name(void *ctx, uint32_t target, uint32_t tid);
 static int kernel_frames(void *ctx, int32_t kstack, const char **names, int max);
 static void flush_pending(struct session *s, int final);
+static void name_threads(struct session *s, int force);
 
 static int pending_for(const struct session *s, uint32_t target)
 {
@@ -165,6 +162,7 @@ static void fold_target(struct session *s, struct target *t, int forget_each)
 	size_t ndead;
 
 	resolve_opts_of(s, &ro);
+	name_threads(s, 1);
 	if (profile_freeze(&s->prof, t, &s->sym, &ro, &s->frozen, &dead, &ndead))
 		tb_warn("pid %d: out of memory while keeping its samples", t->pid);
 	if (s->sampler.skel && forget_each)
@@ -469,18 +467,89 @@ static int add_pending(struct session *s, const struct agg_key *k, uint64_t weig
 	return 0;
 }
 
+/*
+ * A thread seen for the first time since its process's last compaction:
+ * named later, in one read of threading's registry for all the process's
+ * new threads (name_threads), while it is most likely still alive.
+ */
 static void note_thread(struct session *s, const struct agg_key *k)
 {
 	struct thread_key tk = { k->target, k->tid };
-	char name[32];
 	void **slot;
 	int added;
 
 	slot = hmap_put(&s->thread_names, &tk, &added);
 	if (!slot || !added)
 		return;
-	if (!proc_comm(s->targets[k->target]->pid, (pid_t)k->tid, name, sizeof(name)))
-		*slot = strdup(name);
+	if (s->nunnamed == s->unnamed_cap) {
+		size_t cap = s->unnamed_cap ? s->unnamed_cap * 2 : 64;
+		struct thread_key *g = realloc(s->unnamed, cap * sizeof(*g));
+
+		if (!g)
+			return;
+		s->unnamed = g;
+		s->unnamed_cap = cap;
+	}
+	s->unnamed[s->nunnamed++] = tk;
+}
+
+#define NAMES_EVERY_S	0.2	/* threading's registry: at most this often per process */
+#define NAMES_MAX	4096
+
+/* Name every waiting thread of one target: Python's name, else comm. */
+static void name_target(struct session *s, struct target *t, const struct pythread *th, int n)
+{
+	size_t i;
+
+	for (i = 0; i < s->nunnamed; i++) {
+		struct thread_key *k = &s->unnamed[i];
+		const char *py;
+		char comm[32];
+		void **slot;
+
+		if (k->target != t->id)
+			continue;
+		slot = hmap_get(&s->thread_names, k);
+		py = pythreads_find(th, n, k->tid);
+		if (slot && !*slot) {
+			if (py)
+				*slot = strdup(py);
+			else if (!proc_comm(t->pid, (pid_t)k->tid, comm, sizeof(comm)))
+				*slot = strdup(comm);
+		}
+		k->target = UINT32_MAX;	/* done */
+	}
+}
+
+/*
+ * Read the names of threads seen since the last call: one read of
+ * threading._active per process with new threads, at most every
+ * NAMES_EVERY_S unless `force` (before the rows are folded or written).
+ */
+static void name_threads(struct session *s, int force)
+{
+	static struct pythread th[NAMES_MAX];
+	double now = mono_now();
+	size_t i, j;
+
+	for (i = 0; i < s->nunnamed; i++) {
+		uint32_t id = s->unnamed[i].target;
+		struct target *t = id < s->ntargets ? s->targets[id] : NULL;
+		int n;
+
+		if (!t || (!force && now < t->names_next))
+			continue;
+		n = pythreads_read(t, th, NAMES_MAX);
+		t->names_next = now + NAMES_EVERY_S;
+		name_target(s, t, th, n > 0 ? n : 0);
+	}
+	for (i = j = 0; i < s->nunnamed; i++) {
+		uint32_t id = s->unnamed[i].target;
+
+		if (id < s->ntargets && s->targets[id])
+			s->unnamed[j++] = s->unnamed[i];
+	}
+	s->nunnamed = j;
 }
 
 /* Count a sample whose frames we have; read new code objects right away,
@@ -495,8 +564,7 @@ static void count_sample(struct session *s, const struct agg_key *k, uint64_t we
 	if (profile_count(&s->prof, k, weight) != 1)
 		return;
 	symbols_resolve(&s->sym, s->targets[k->target], sf->frames, sf->depth);
-	if (s->opt->threads)
-		note_thread(s, k);
+	note_thread(s, k);
 }
 
 static void add_sample(struct session *s, uint32_t pid, uint32_t tid, uint64_t stack_id,
@@ -938,6 +1006,7 @@ void session_run(struct session *s)
 			handle(s, &ev[i]);
 		sampler_consume(&s->sampler);
 		flush_pending(s, 0);
+		name_threads(s, 0);
 		if (s->ndisc)
 			run_discovery(s);
 		if (s->opt->all_python && mono_now() >= s->next_scan)
@@ -1006,6 +1075,7 @@ int session_resolve(struct session *s, struct resolved *r)
 	struct resolve_opts ro;
 
 	resolve_opts_of(s, &ro);
+	name_threads(s, 1);
 	if (resolved_copy(&s->frozen, r))
 		return -1;
 	r->event = meta.event;
@@ -1036,6 +1106,7 @@ void session_close(struct session *s)
 	while (hmap_next(&s->thread_names, &it, NULL, &val))
 		free(*val);
 	hmap_free(&s->thread_names);
+	free(s->unnamed);
 	hmap_free(&s->refused);
 	symbols_free(&s->sym);
 	profile_free(&s->prof);

@@ -50,6 +50,11 @@ struct discover {
 	int announce;			/* say why on stderr if it is not Python */
 };
 
+struct thread_key {
+	uint32_t target;
+	uint32_t tid;
+};
+
 struct pend_sample {
 	struct agg_key k;
 	uint64_t weight;
@@ -66,7 +71,9 @@ struct session {
 	uint32_t ntargets, cap;
 	uint32_t alive;			/* targets still running */
 	struct hmap by_pid;		/* pid -> current target index + 1 */
-	struct hmap thread_names;	/* {target, tid} -> char * */
+	struct hmap thread_names;	/* {target, tid} -> char *, NULL until named */
+	struct thread_key *unnamed;	/* threads seen, not named yet */
+	size_t nunnamed, unnamed_cap;
 	struct hmap refused;		/* pids already reported unsupported */
 	struct pend_sample *pend;	/* samples waiting for their stack */
 	size_t npend, pend_cap;

@@ -41,6 +41,7 @@ enum {
 	SAMPLE_LABEL = 3,
 
 	LABEL_KEY = 1,
+	LABEL_STR = 2,
 	LABEL_NUM = 3,
 
 	LOCATION_ID = 1,
@@ -158,6 +159,16 @@ static void label_num(struct pprof *p, const char *key, int64_t num)
 	pb_end(&p->pb, m);
 }
 
+/* A string label: the key and value go to the string table. */
+static void label_str(struct pprof *p, const char *key, const char *str)
+{
+	size_t m = pb_begin(&p->pb, SAMPLE_LABEL);
+
+	pb_int(&p->pb, LABEL_KEY, sid(p, key));
+	pb_int(&p->pb, LABEL_STR, sid(p, str));
+	pb_end(&p->pb, m);
+}
+
 static void sample(struct pprof *p, const struct resolved *r, const struct rsample *s,
 		   uint64_t period)
 {
@@ -175,6 +186,8 @@ static void sample(struct pprof *p, const struct resolved *r, const struct rsamp
 	if (s->proc < r->nprocs)
 		label_num(p, "pid", r->procs[s->proc].pid);
 	label_num(p, "tid", s->tid);
+	if (s->tname && s->tname[0])
+		label_str(p, "thread_name", s->tname);
 	pb_end(&p->pb, m);
 }
 
