@@ -46,6 +46,11 @@ def _profile(python, args, outfile=None):
     return res, written, w.pid
 
 
+def _comm(pid):
+    with open("/proc/%d/comm" % pid) as f:
+        return f.read().strip()
+
+
 def _check_share(fmt, heavy, total, where):
     share = heavy / total if total else 0
     check(HEAVY_SHARE[0] <= share <= HEAVY_SHARE[1],
@@ -219,8 +224,12 @@ def test_format_speedscope(python):
             check(k in p, "profile %r lacks %r" % (p.get("name"), k))
         check(p["type"] == "sampled", "profile type %r" % p["type"])
         check(p["unit"] in UNITS, "profile unit %r" % p["unit"])
-        check(re.match(r"^pid %d .*\(Python 3\.\d+\.\d+\S*\) tid \d+$" % pid, p["name"]),
-              "profile name %r, want 'pid %d ... (Python 3.x.y) tid N'" % (p["name"], pid))
+        # callgraph.py runs in its main thread: MainThread if the interpreter
+        # imported threading, else the kernel's name for it
+        check(re.match(r"^pid %d .*\(Python 3\.\d+\.\d+\S*\) tid %d (MainThread|%s)$"
+                       % (pid, pid, re.escape(_comm(pid))), p["name"]),
+              "profile name %r, want 'pid %d ... (Python 3.x.y) tid %d MainThread' (or %s)"
+              % (p["name"], pid, pid, _comm(pid)))
         check(len(p["samples"]) == len(p["weights"]), "samples and weights differ in length")
         check(sum(p["weights"]) == p["endValue"] - p["startValue"],
               "profile %r: weights sum %d, endValue - startValue %d"
@@ -327,7 +336,7 @@ def pprof_labels(prof, s):
 @timeout(90)
 def test_format_pprof(python):
     out = art_path("profile.pb.gz")
-    res, written, _ = _profile(python, [], outfile=out)
+    res, written, pid = _profile(python, [], outfile=out)
     with open(out, "rb") as f:
         gz = f.read()
     check(gz[:2] == b"\x1f\x8b", "pprof output is not gzip: %r" % gz[:8])
@@ -350,6 +359,7 @@ def test_format_pprof(python):
     check(prof["period"] == 10 ** 9 // FREQ, "period %d, want %d"
           % (prof["period"], 10 ** 9 // FREQ))
     total = heavy = 0
+    comm = _comm(pid)
     for s in prof["samples"]:
         check(len(s["val"]) == 2, "sample with %d values" % len(s["val"]))
         total += s["val"][0]
@@ -360,6 +370,10 @@ def test_format_pprof(python):
             heavy += s["val"][0]
         root = st[prof["func"][prof["loc"][s["loc"][-1]]]]
         check(root == "<module>", "sample locations not leaf first: root %r" % root)
+        labels = pprof_labels(prof, s)
+        check(labels.get("thread_name") in ("MainThread", comm) and labels.get("tid") == pid,
+              "sample labels %r, want tid %d and thread_name MainThread (or %s)"
+              % (labels, pid, comm))
     check(total == written, "pprof samples sum to %d, --stats written %d %s"
           % (total, written, res.where()))
     _check_share("pprof", heavy, total, res.where())
