@@ -87,3 +87,22 @@ def test_thread_names(python):
     for tid, name in sorted(want.items()):
         check(any(n.endswith(" tid %d %s" % (tid, name)) for n in names),
               "speedscope: no profile named '... tid %d %s': %s" % (tid, name, names))
+
+
+@timeout(90)
+def test_top_thread_names():
+    """top --threads: the thread rows carry Python's names."""
+    from common import binary, primary_python
+    from test_top import Tmux
+
+    w = start_workload(primary_python(), "named_threads.py", 60)
+    tids = w.info["tids"]
+    want = ["thread %d %s" % (tids[n], n) for n in ("producer", "hasher", "renamed-later")]
+    t = Tmux("names", "%s top -p %d -F 499 --threads" % (binary(), w.pid))
+    try:
+        t.wait_screen(lambda s: all(x in s for x in want), 30,
+                      "rows %s" % ", ".join(repr(x) for x in want))
+        t.keys("q")
+        check(t.wait_exit(15) == 0, "top did not exit 0 on q%s" % t.stderr())
+    finally:
+        t.close()
