@@ -106,3 +106,18 @@ def test_top_thread_names():
         check(t.wait_exit(15) == 0, "top did not exit 0 on q%s" % t.stderr())
     finally:
         t.close()
+
+
+@timeout(90)
+def test_thread_rename_after_compaction():
+    """A thread renamed during the run carries its new name once the names
+    are read again, after the next compaction (every 10 s)."""
+    from common import primary_python
+
+    w = start_workload(primary_python(), "named_threads.py", 60, 4)
+    tid = w.info["tids"]["producer"]
+    res = run_profiler(w.pid, ["-F", 199, "-d", 14, "--threads"], timeout=40).expect_ok()
+    roots = set(s.root.raw for s in res.stacks() if s.root.raw.startswith("thread %d " % tid))
+    want = {"thread %d producer" % tid, "thread %d producer-2" % tid}
+    check(roots == want, "producer's root frames %s, want %s (before and after the rename) %s"
+          % (sorted(roots), sorted(want), res.where()))

@@ -1,6 +1,6 @@
 """Threads with Python names, one renamed, one that threading does not know.
 
-usage: named_threads.py [MAX_SECONDS]
+usage: named_threads.py [MAX_SECONDS [RENAME_AFTER]]
 Threads (all busy, each in its own function):
   "producer"                       produce()
   "hasher"                         hash_loop()
@@ -9,7 +9,8 @@ Threads (all busy, each in its own function):
   a _thread.start_new_thread thread (not in threading._active)     raw_thread()
 and the main thread ("MainThread") sleeps in main().
 Prints `READY {"pid": N, "tids": {"producer": TID, ..., "raw": TID}}` once
-every thread runs and the rename is done.
+every thread runs and the rename is done. With RENAME_AFTER, "producer" is
+renamed "producer-2" that many seconds after READY.
 """
 import _thread
 import json
@@ -60,7 +61,7 @@ def raw_thread():
         spin()
 
 
-def main(max_seconds):
+def main(max_seconds, rename_after):
     ts = [threading.Thread(target=produce, name="producer", daemon=True),
           threading.Thread(target=hash_loop, name="hasher", daemon=True),
           threading.Thread(target=spin_unicode, name=LONG, daemon=True),
@@ -74,9 +75,14 @@ def main(max_seconds):
     TIDS["MainThread"] = threading.get_native_id()
     sys.stdout.write("READY " + json.dumps({"pid": os.getpid(), "tids": TIDS}) + "\n")
     sys.stdout.flush()
-    time.sleep(max_seconds)
+    if rename_after:
+        time.sleep(rename_after)
+        ts[0].name = "producer-2"
+        max_seconds -= rename_after
+    time.sleep(max(0.0, max_seconds))
     STOP.append(1)
 
 
 if __name__ == "__main__":
-    main(float(sys.argv[1]) if len(sys.argv) > 1 else 60.0)
+    main(float(sys.argv[1]) if len(sys.argv) > 1 else 60.0,
+         float(sys.argv[2]) if len(sys.argv) > 2 else 0.0)
