@@ -57,12 +57,14 @@ HEADER_RE = re.compile(r"^Thread (\d+) \((.*)\): (running|sleeping|waiting in th
 FRAME_RE = re.compile(r'^  File "(.+)", line (\d+), in (.+)$')
 
 
-def _workload(python):
-    path = art_path("dump_workload.py")
+def _workload(python, script=WORKLOAD, name="dump_workload.py"):
+    """Write `script` into the artifacts and start it; also returns the
+    line of each `# DUMP tag` in it."""
+    path = art_path(name)
     with open(path, "w") as f:
-        f.write(WORKLOAD)
+        f.write(script)
     lines = {}
-    for i, text in enumerate(WORKLOAD.split("\n"), 1):
+    for i, text in enumerate(script.split("\n"), 1):
         m = re.search(r"# DUMP (\w+)", text)
         if m:
             lines[m.group(1)] = i

@@ -8,11 +8,11 @@ arguments and the locals with Python's repr (or the type and length of
 containers) for every interpreter; --json must have py-spy's shape.
 """
 import json
-import os
 import re
 import subprocess
 
-from common import art_path, binary, check, start_workload, timeout
+import test_dump
+from common import art_path, binary, check, timeout
 
 WORKLOAD = r'''
 import os, threading, time
@@ -50,16 +50,7 @@ PATTERNS = {"obj": r"^<Foo at 0x[0-9a-f]+>$", "big": r"^<int at 0x[0-9a-f]+>$",
 
 
 def _workload(python):
-    path = art_path("dump_locals.py")
-    with open(path, "w") as f:
-        f.write(WORKLOAD)
-    lines = {}
-    for i, text in enumerate(WORKLOAD.split("\n"), 1):
-        m = re.search(r"# DUMP (\w+)", text)
-        if m:
-            lines[m.group(1)] = i
-    w = start_workload(python, None, script_path=path, cwd=os.path.dirname(path))
-    return w, lines
+    return test_dump._workload(python, WORKLOAD, "dump_locals.py")
 
 
 def _dump(args):
