@@ -312,7 +312,7 @@ static int dump_one(pid_t pid, const struct options *o, struct symbols *sym)
 		target_close(&t);
 		return TB_EXIT_RUNTIME;
 	}
-	dx.nnames = pythreads_read(&t, names, MAX_THREADS);
+	dx.nnames = pythreads_read(&t, NULL, names, MAX_THREADS);
 	if (o->dump_json) {
 		/* The list is newest first: the main thread last. Print it first. */
 		for (i = n - 1; i >= 0; i--) {

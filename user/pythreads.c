@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Python thread names from threading._active: see pythreads.h. */
 #include <stdlib.h>
+#include <string.h>
 #include "pyobj.h"
 #include "pythreads.h"
 #include "remote.h"
@@ -21,8 +22,53 @@ static int read_thread(const struct target *t, uint64_t thread, struct pythread 
 	return 0;
 }
 
+int pythreads_cache_init(struct pythreads_cache *c)
+{
+	return hmap_init(&c->objs, 2 * sizeof(uint64_t));
+}
+
+void pythreads_cache_free(struct pythreads_cache *c)
+{
+	size_t it = 0;
+	void **val;
+
+	while (hmap_next(&c->objs, &it, NULL, &val))
+		free(*val);
+	hmap_free(&c->objs);
+}
+
+/* read_thread() through the cache; 0 if out names a thread. */
+static int cached_thread(const struct target *t, struct pythreads_cache *c, uint64_t thread,
+			 struct pythread *out)
+{
+	uint64_t key[2] = { t->id, thread };
+	struct pythread *p;
+	void **slot;
+	int added;
+
+	if (!c || !c->objs.slots)	/* no cache (dump), or out of memory */
+		return read_thread(t, thread, out);
+	slot = hmap_put(&c->objs, key, &added);
+	if (!slot)
+		return read_thread(t, thread, out);
+	if (added) {
+		p = calloc(1, sizeof(*p));
+		if (!p) {
+			hmap_del(&c->objs, key);
+			return read_thread(t, thread, out);
+		}
+		if (read_thread(t, thread, p))
+			p->tid = 0;
+		*slot = p;
+	}
+	p = *slot;
+	*out = *p;
+	return p->tid ? 0 : -1;
+}
+
 /* The Thread objects of one interpreter's threading._active. */
-static int read_interp(const struct target *t, uint64_t interp, struct pythread *out, int max)
+static int read_interp(const struct target *t, struct pythreads_cache *c, uint64_t interp,
+		       struct pythread *out, int max)
 {
 	const struct pyobj_layout *o = &t->layout.obj;
 	uint64_t modules, mod, md, active, *keys, *vals;
@@ -39,13 +85,14 @@ static int read_interp(const struct target *t, uint64_t interp, struct pythread 
 	vals = malloc(max * sizeof(*vals) + 8);
 	n = keys && vals ? pyobj_dict_items(t, active, keys, vals, NULL, max) : -1;
 	for (i = 0; i < n; i++)
-		got += !read_thread(t, vals[i], &out[got]);
+		got += !cached_thread(t, c, vals[i], &out[got]);
 	free(keys);
 	free(vals);
 	return got;
 }
 
-int pythreads_read(const struct target *t, struct pythread *out, int max)
+int pythreads_read(const struct target *t, struct pythreads_cache *c, struct pythread *out,
+		   int max)
 {
 	const struct tb_walk *w = &t->layout.walk;
 	uint64_t interp;
@@ -55,7 +102,7 @@ int pythreads_read(const struct target *t, struct pythread *out, int max)
 	    remote_read(t->pid, w->runtime_addr + w->rt_interp_head, &interp, 8))
 		return -1;
 	for (i = 0; i < TB_MAX_INTERPS && interp && n < max; i++) {
-		n += read_interp(t, interp, out + n, max - n);
+		n += read_interp(t, c, interp, out + n, max - n);
 		if (remote_read(t->pid, interp + w->interp_next, &interp, 8))
 			break;
 	}

@@ -11,6 +11,7 @@
 #define TB_PYTHREADS_H
 
 #include <stdint.h>
+#include "hmap.h"
 #include "target.h"
 
 #define PYTHREAD_NAME_MAX 96
@@ -20,8 +21,22 @@ struct pythread {
 	char name[PYTHREAD_NAME_MAX];	/* UTF-8, cut on a character boundary */
 };
 
-/* Up to max threads of t; returns how many, or -1 if none can be read. */
-int pythreads_read(const struct target *t, struct pythread *out, int max);
+/*
+ * Thread objects already read: a Thread's name is read once per cache
+ * lifetime (the session clears it at each compaction, so renames show),
+ * and a later read of the registry costs a few syscalls, not a dozen per
+ * thread. Keyed by {target id, object address}.
+ */
+struct pythreads_cache {
+	struct hmap objs;	/* -> struct pythread * (tid 0: not a named Thread) */
+};
+
+int pythreads_cache_init(struct pythreads_cache *c);
+void pythreads_cache_free(struct pythreads_cache *c);
+/* Up to max threads of t; returns how many, or -1 if none can be read.
+ * cache may be NULL. */
+int pythreads_read(const struct target *t, struct pythreads_cache *cache,
+		   struct pythread *out, int max);
 /* The name of tid among th[0..n), or NULL. */
 const char *pythreads_find(const struct pythread *th, int n, uint32_t tid);
 

@@ -233,6 +233,10 @@ static void compact(struct session *s)
 	}
 	/* ... including those it sent again while we were folding. */
 	sampler_forget_all_stacks(&s->sampler);
+	/* Thread names are read again from now on: renames show. */
+	pythreads_cache_free(&s->pynames);
+	if (pythreads_cache_init(&s->pynames))
+		tb_warn("out of memory: thread names are read again for every new thread");
 	symbols_next_epoch(&s->sym);
 	s->st.compactions++;
 	tb_debug("compaction %" PRIu64 ": %zu frozen rows, %zu frames; live: %zu rows, %zu stacks, %zu code objects, %zu pending samples",
@@ -539,7 +543,7 @@ static void name_threads(struct session *s, int force)
 
 		if (!t || (!force && now < t->names_next))
 			continue;
-		n = pythreads_read(t, th, NAMES_MAX);
+		n = pythreads_read(t, &s->pynames, th, NAMES_MAX);
 		t->names_next = now + NAMES_EVERY_S;
 		name_target(s, t, th, n > 0 ? n : 0);
 	}
@@ -700,6 +704,7 @@ int session_open_targets(struct session *s, const struct options *o)
 	s->epfd = s->sigfd = s->child_pidfd = s->child_gate = s->extra_fd = -1;
 	if (hmap_init(&s->by_pid, sizeof(uint32_t)) || profile_init(&s->prof) ||
 	    symbols_init(&s->sym) || hmap_init(&s->thread_names, sizeof(struct thread_key)) ||
+	    pythreads_cache_init(&s->pynames) ||
 	    hmap_init(&s->refused, sizeof(uint32_t)) || resolved_init(&s->frozen)) {
 		tb_error("startup: out of memory (free some memory)");
 		return TB_EXIT_RUNTIME;
@@ -1107,6 +1112,7 @@ void session_close(struct session *s)
 		free(*val);
 	hmap_free(&s->thread_names);
 	free(s->unnamed);
+	pythreads_cache_free(&s->pynames);
 	hmap_free(&s->refused);
 	symbols_free(&s->sym);
 	profile_free(&s->prof);

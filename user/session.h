@@ -12,6 +12,7 @@
 #include "hmap.h"
 #include "ksyms.h"
 #include "profile.h"
+#include "pythreads.h"
 #include "sampler.h"
 #include "symbols.h"
 #include "target.h"
@@ -73,6 +74,7 @@ struct session {
 	struct hmap by_pid;		/* pid -> current target index + 1 */
 	struct hmap thread_names;	/* {target, tid} -> char *, NULL until named */
 	struct thread_key *unnamed;	/* threads seen, not named yet */
+	struct pythreads_cache pynames;	/* Thread objects read this compaction period */
 	size_t nunnamed, unnamed_cap;
 	struct hmap refused;		/* pids already reported unsupported */
 	struct pend_sample *pend;	/* samples waiting for their stack */
