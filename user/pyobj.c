@@ -292,7 +292,8 @@ int pyobj_type_name(const struct target *t, uint64_t obj, char *out, size_t outs
 	    rd64(t, type + lay(t)->tp_name, &name))
 		return -1;
 	/* a C string near the end of a page: read less */
-	if (remote_read(t->pid, name, out, n) && remote_read(t->pid, name, out, n = 8))
+	if (remote_read(t->pid, name, out, n) &&
+	    remote_read(t->pid, name, out, n = n < 8 ? n : 8))
 		return -1;
 	out[n] = 0;
 	for (i = 0; out[i]; i++)
