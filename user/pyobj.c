@@ -296,8 +296,9 @@ int pyobj_type_name(const struct target *t, uint64_t obj, char *out, size_t outs
 	    remote_read(t->pid, name, out, n = n < 8 ? n : 8))
 		return -1;
 	out[n] = 0;
+	/* printable ASCII only: the name is printed and may be anything */
 	for (i = 0; out[i]; i++)
-		if ((unsigned char)out[i] < 0x20 || out[i] == 0x7f)
+		if ((unsigned char)out[i] < 0x20 || (unsigned char)out[i] >= 0x7f)
 			out[i] = '?';
 	return out[0] ? 0 : -1;
 }

@@ -33,7 +33,7 @@ int pyobj_dict_items(const struct target *t, uint64_t dict, uint64_t *keys, uint
  * Returns how many were found, or -1. */
 int pyobj_attrs(const struct target *t, uint64_t obj, const char *const *names,
 		uint64_t *vals, int n);
-/* The object's type name ("int", "Thread"); 0, or -1. */
+/* The object's type name ("int", "Thread"; printable ASCII, others as '?'); 0, or -1. */
 int pyobj_type_name(const struct target *t, uint64_t obj, char *out, size_t outsz);
 /*
  * A short repr: repr() of str, bytes, int, float, bool and None; "<list,
