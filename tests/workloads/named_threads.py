@@ -1,12 +1,11 @@
 """Threads with Python names, one renamed, one that threading does not know.
 
 usage: named_threads.py [MAX_SECONDS [RENAME_AFTER]]
-Threads (all busy, each in its own function):
-  "producer"                       produce()
-  "hasher"                         hash_loop()
-  "ünïcode-worker-with-a-long-name" (longer than the kernel's 15-byte comm) spin_unicode()
-  started as "before-rename", renamed "renamed-later" once running   renamed()
-  a _thread.start_new_thread thread (not in threading._active)     raw_thread()
+Threads (all busy in work()):
+  "producer", "hasher",
+  "ünïcode-worker-with-a-long-name" (longer than the kernel's 15-byte comm),
+  one started as "before-rename", renamed "renamed-later" once running,
+  a _thread.start_new_thread thread (not in threading._active).
 and the main thread ("MainThread") sleeps in main().
 Prints `READY {"pid": N, "tids": {"producer": TID, ..., "raw": TID}}` once
 every thread runs and the rename is done. With RENAME_AFTER, "producer" is
@@ -31,44 +30,19 @@ def spin():
     return acc
 
 
-def produce():
-    TIDS["producer"] = threading.get_native_id()
-    while not STOP:
-        spin()
-
-
-def hash_loop():
-    TIDS["hasher"] = threading.get_native_id()
-    while not STOP:
-        spin()
-
-
-def spin_unicode():
-    TIDS[LONG] = threading.get_native_id()
-    while not STOP:
-        spin()
-
-
-def renamed():
-    TIDS["renamed-later"] = threading.get_native_id()
-    while not STOP:
-        spin()
-
-
-def raw_thread():
-    TIDS["raw"] = threading.get_native_id()
+def work(key):
+    TIDS[key] = threading.get_native_id()
     while not STOP:
         spin()
 
 
 def main(max_seconds, rename_after):
-    ts = [threading.Thread(target=produce, name="producer", daemon=True),
-          threading.Thread(target=hash_loop, name="hasher", daemon=True),
-          threading.Thread(target=spin_unicode, name=LONG, daemon=True),
-          threading.Thread(target=renamed, name="before-rename", daemon=True)]
+    ts = [threading.Thread(target=work, args=(key,), name=name, daemon=True)
+          for key, name in (("producer", "producer"), ("hasher", "hasher"), (LONG, LONG),
+                            ("renamed-later", "before-rename"))]
     for t in ts:
         t.start()
-    _thread.start_new_thread(raw_thread, ())
+    _thread.start_new_thread(work, ("raw",))
     while len(TIDS) < 5:
         time.sleep(0.01)
     ts[3].name = "renamed-later"
