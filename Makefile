@@ -112,7 +112,7 @@ FUZZ_OUT	?= build-fuzz
 FUZZ_CC		?= clang
 FUZZ_SAN	:= -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS	:= -g -O1 -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser -Ibpf -I$(OUT) $(FUZZ_SAN)
-FUZZ_NAMES	:= pyelf layout linetable pystr output
+FUZZ_NAMES	:= pyelf layout linetable pystr output pyobj
 FUZZ_BIN	:= $(patsubst %,$(FUZZ_OUT)/fuzz_%,$(FUZZ_NAMES))
 # Every userspace object but main: a target links what it needs.
 FUZZ_SRC	:= $(USER_SRC)

@@ -38,6 +38,11 @@ enum {
 	OPT_GIL,
 	OPT_NONBLOCKING,
 	OPT_NATIVE,		/* py-spy options without an equivalent yet */
+	/* issue 16: frame lines, dump formats */
+	OPT_FUNCTION,
+	OPT_NOLINENO,
+	OPT_JSON,
+	OPT_LOCALS,
 	OPT_END,
 };
 
@@ -95,6 +100,9 @@ static const char usage_text[] =
 "                           garbage collection\n"
 "      --kernel             the kernel stack under the Python leaf ('fn [k]')\n"
 "      --full-filenames     full source paths instead of short ones\n"
+"      --function           one frame per function, not per line:\n"
+"                           'qualname (file:firstline)'\n"
+"      --nolineno           no line numbers: 'qualname (file)'\n"
 "      --stats FILE         write the closing statistics as JSON to FILE\n"
 "      --summary            also print the top functions (self and total\n"
 "                           samples) to stderr at the end\n"
@@ -151,7 +159,8 @@ static const char top_usage[] =
 "  -d, --duration SECONDS   quit after this long\n"
 "  -m, --mode MODE          cpu (default), wall or gil, as without top\n"
 "  -c, -e, --per-cpu, --no-fallback, --unsafe-rate, --threads, --gc, --kernel, --pids,\n"
-"  --full-filenames, --force-version, --stats FILE, --summary, -v: as without top\n"
+"  --full-filenames, --function, --nolineno, --force-version, --stats FILE,\n"
+"  --summary, -v: as without top\n"
 "\n"
 "Examples:\n"
 "  sudo tachyon-bpf top -p 1234\n"
@@ -178,6 +187,10 @@ static const char dump_usage[] =
 "  -s, --subprocesses       their Python descendants too (a -p process need\n"
 "                           not be Python then)\n"
 "      --full-filenames     full source paths instead of short ones\n"
+"      --json               py-spy's JSON: an array of threads with their frames\n"
+"      --locals             each frame's arguments and local variables (repr\n"
+"                           of str, bytes, int, float, bool, None; type and\n"
+"                           length of containers); read, never executed\n"
 "      --force-version      read a pre-release or unknown Python version with\n"
 "                           the nearest known layout\n"
 "  -v, --verbose            say more on stderr\n"
@@ -220,6 +233,11 @@ static const struct option longopts[] = {
 	{ "gil", no_argument, NULL, OPT_GIL },
 	{ "nonblocking", no_argument, NULL, OPT_NONBLOCKING },
 	{ "native", no_argument, NULL, OPT_NATIVE },
+	/* issue 16: frame lines, dump formats */
+	{ "function", no_argument, NULL, OPT_FUNCTION },
+	{ "nolineno", no_argument, NULL, OPT_NOLINENO },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "locals", no_argument, NULL, OPT_LOCALS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -529,6 +547,28 @@ static int parse_app(const char *arg, struct options *o)
 	return 0;
 }
 
+/* issue 16: --function, --nolineno, dump --json, dump --locals */
+static int parse_issue16_opt(int c, struct options *o)
+{
+	switch (c) {
+	case OPT_FUNCTION:
+		/* --nolineno drops lines altogether: it wins over --function */
+		if (o->line_mode != LINES_NONE)
+			o->line_mode = LINES_FUNCTION;
+		return 0;
+	case OPT_NOLINENO:
+		o->line_mode = LINES_NONE;
+		return 0;
+	case OPT_JSON:
+		o->dump_json = 1;
+		return 0;
+	case OPT_LOCALS:
+		o->dump_locals = 1;
+		return 0;
+	}
+	return -1;
+}
+
 static int parse_output_opt(int c, const char *arg, struct options *o)
 {
 	switch (c) {
@@ -542,7 +582,7 @@ static int parse_output_opt(int c, const char *arg, struct options *o)
 	case OPT_PUSH_INTERVAL:
 		return parse_push_interval(arg, o);
 	}
-	return -1;
+	return parse_issue16_opt(c, o);
 }
 
 static int parse_flag(int c, struct options *o)
@@ -706,10 +746,11 @@ static const int top_opts[] = {
 	'p', 'a', 's', 'F', 'c', 'd', 'e', 'm', 'v', OPT_PIDS, OPT_FULL_FILENAMES,
 	OPT_FORCE_VERSION, OPT_THREADS, OPT_GC, OPT_KERNEL, OPT_NO_FALLBACK, OPT_UNSAFE_RATE,
 	OPT_PER_CPU, OPT_SUMMARY,
-	OPT_STATS, OPT_IDLE, OPT_GIL, OPT_NONBLOCKING, OPT_NATIVE, 0,
+	OPT_STATS, OPT_IDLE, OPT_GIL, OPT_NONBLOCKING, OPT_NATIVE, OPT_FUNCTION, OPT_NOLINENO, 0,
 };
 static const int dump_opts[] = {
-	'p', 's', 'v', OPT_FULL_FILENAMES, OPT_FORCE_VERSION, OPT_NONBLOCKING, OPT_NATIVE, 0,
+	'p', 's', 'v', OPT_FULL_FILENAMES, OPT_FORCE_VERSION, OPT_NONBLOCKING, OPT_NATIVE,
+	OPT_JSON, OPT_LOCALS, 0,
 };
 
 static int command_takes(int command, int c)

@@ -55,6 +55,10 @@ struct options {
 	const char *app;	/* --app NAME: the application name for Pyroscope */
 	double push_interval;	/* --push-interval, seconds */
 	unsigned layout_flags;
+	/* issue 16: frame lines, dump formats */
+	int line_mode;	/* enum frame_lines: --function, --nolineno */
+	int dump_json;		/* dump --json: py-spy's JSON shape */
+	int dump_locals;	/* dump --locals: arguments and locals of each frame */
 };
 
 /* Fills o. Returns -1 to go on, else an exit code (0 after --help/--version). */

@@ -7,7 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 #include "dump.h"
+#include "dump_more.h"
 #include "errors.h"
+#include "pythreads.h"
 #include "remote.h"
 #include "symbols.h"
 #include "target.h"
@@ -15,12 +17,6 @@
 #define WALK_TRIES	3	/* a running thread may move under us: read again */
 #define OBJ_BUF		(TB_READ_MAX + 8)	/* room for an 8-byte field at the last offset */
 
-struct stack {
-	struct tb_frame frames[TB_MAX_DEPTH];
-	uint32_t depth;
-	int partial;		/* a frame could not be read */
-	int truncated;		/* deeper than TB_MAX_DEPTH */
-};
 
 /* Like the BPF side: never more than TB_READ_MAX bytes of one object. */
 static int read_obj(pid_t pid, uint64_t addr, uint8_t *buf, uint16_t len)
@@ -126,7 +122,7 @@ static void walk(const struct target *t, uint64_t frame, struct stack *st)
 {
 	const struct tb_walk *w = &t->layout.walk;
 	uint8_t fr[OBJ_BUF];
-	uint64_t code;
+	uint64_t code, here;
 	int i;
 	uint8_t owner;
 
@@ -140,6 +136,7 @@ static void walk(const struct target *t, uint64_t frame, struct stack *st)
 			st->partial = 1;
 			return;
 		}
+		here = frame;
 		owner = fr[w->fr_owner & (TB_READ_MAX - 1)];
 		frame = get64(fr, w->fr_previous);
 		if (owner > w->owner_max) {
@@ -151,13 +148,18 @@ static void walk(const struct target *t, uint64_t frame, struct stack *st)
 		if (owner >= w->owner_skip)
 			continue;
 		code = get64(fr, w->fr_code) & w->exec_mask;
-		if (code)
+		if (code) {
+			uint32_t d = st->depth;
+
 			record_frame(t, st, code, get64(fr, w->fr_instr));
+			if (st->depth > d)
+				st->addr[d] = here;	/* dump --locals reads its localsplus */
+		}
 	}
 }
 
 /* "running", "sleeping", ... from /proc/PID/task/TID/stat. */
-static const char *thread_state(pid_t pid, uint64_t tid)
+const char *dump_thread_state(pid_t pid, uint64_t tid)
 {
 	switch (proc_thread_state(pid, (pid_t)tid)) {
 	case 0:
@@ -179,7 +181,7 @@ static const char *thread_state(pid_t pid, uint64_t tid)
 	return "idle";
 }
 
-static int holds_gil(const struct target *t, uint64_t tstate)
+int dump_holds_gil(const struct target *t, uint64_t tstate)
 {
 	const struct tb_walk *w = &t->layout.walk;
 	uint8_t gil[32];
@@ -189,9 +191,11 @@ static int holds_gil(const struct target *t, uint64_t tstate)
 	return get32(gil, w->gil_locked) && get64(gil, w->gil_holder) == tstate;
 }
 
-static void print_frames(const struct target *t, struct symbols *sym, const struct stack *st,
-			 int full_paths)
+static void print_frames(const struct target *t, const struct dump_ctx *dx,
+			 const struct stack *st)
 {
+	struct symbols *sym = dx->sym;
+	int full_paths = dx->o->full_paths;
 	struct sym_frame sf;
 	uint32_t i;
 
@@ -205,6 +209,8 @@ static void print_frames(const struct target *t, struct symbols *sym, const stru
 			printf("  File \"%s\", line %d, in %s\n", sf.file, sf.line, sf.name);
 		else
 			printf("  %s\n", sf.name);
+		if (dx->o->dump_locals)
+			dump_locals_text(t, st->frames[i].code, st->addr[i]);
 	}
 	if (!st->depth && !st->partial)
 		printf("  (no Python frames)\n");
@@ -251,17 +257,17 @@ int dump_stack(const struct target *t, uint64_t tstate, struct tb_stack *rec, ui
 	return 0;
 }
 
-static void print_thread(const struct target *t, struct symbols *sym,
-			 const struct dump_thread *th, int full_paths)
+static void print_thread(const struct target *t, const struct dump_ctx *dx,
+			 const struct dump_thread *th)
 {
 	static struct stack st;
-	char name[64] = "?";
+	char name[PYTHREAD_NAME_MAX];
 
 	walk_thread(t, th->tstate, &st);
-	proc_comm(t->pid, (pid_t)th->tid, name, sizeof(name));
+	dump_thread_name(t, dx, th->tid, name, sizeof(name));
 	printf("\nThread %llu (%s): %s%s\n", (unsigned long long)th->tid, name,
-	       thread_state(t->pid, th->tid), holds_gil(t, th->tstate) ? ", holds the GIL" : "");
-	print_frames(t, sym, &st, full_paths);
+	       dump_thread_state(t->pid, th->tid), dump_holds_gil(t, th->tstate) ? ", holds the GIL" : "");
+	print_frames(t, dx, &st);
 }
 
 static void print_process(const struct target *t)
@@ -301,8 +307,10 @@ struct dump_run {
 static void dump_one(struct dump_run *d, pid_t pid, int optional)
 {
 	static struct dump_thread th[DUMP_MAX_THREADS];
+	static struct pythread names[DUMP_MAX_THREADS];
 	static struct target t;
 	struct symbols sym;
+	struct dump_ctx dx = { d->o, &sym, names, 0 };
 	char err[512] = "";
 	int ret, n, i;
 
@@ -332,12 +340,25 @@ static void dump_one(struct dump_run *d, pid_t pid, int optional)
 		d->ret = TB_EXIT_RUNTIME;
 		return;
 	}
+	dx.nnames = pythreads_read(&t, NULL, names, DUMP_MAX_THREADS);
+	if (d->o->dump_json) {
+		/* The list is newest first: the main thread last. Print it first. */
+		for (i = n - 1; i >= 0; i--) {
+			static struct stack st;
+
+			walk_thread(&t, th[i].tstate, &st);
+			dump_json_thread(&t, &dx, th[i].tstate, th[i].tid, &st);
+		}
+		d->printed++;
+		symbols_free(&sym);
+		target_close(&t);
+		return;
+	}
 	if (d->printed++)
 		printf("\n");
 	print_process(&t);
-	/* The list is newest first: the main thread last. Print it first. */
 	for (i = n - 1; i >= 0; i--)
-		print_thread(&t, &sym, &th[i], d->o->full_paths);
+		print_thread(&t, &dx, &th[i]);
 	symbols_free(&sym);
 	target_close(&t);
 	if (fflush(stdout))
@@ -354,15 +375,19 @@ int dump_main(const struct options *o)
 	struct dump_run d = { .o = o, .ret = TB_EXIT_OK };
 	int i;
 
+	if (o->dump_json)
+		dump_json_begin();
 	for (i = 0; i < o->npids; i++)
 		dump_one(&d, o->pids[i], o->subprocesses);
 	/* py-spy dump --subprocesses: every Python descendant too. */
 	if (o->subprocesses)
 		proc_each_descendant(o->pids, o->npids, dump_descendant, &d);
+	if (o->dump_json)
+		dump_json_end();
 	if (o->subprocesses && !d.printed && d.ret == TB_EXIT_OK) {
 		tb_error("dump -s: no Python process among the %s and their descendants (give the pid of a CPython 3.11+ process or of its parent)",
 			 o->npids > 1 ? "processes given" : "process given");
 		return TB_EXIT_RUNTIME;
 	}
-	return d.ret;
+	return fflush(stdout) ? TB_EXIT_RUNTIME : d.ret;
 }

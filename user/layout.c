@@ -39,6 +39,11 @@ struct dbg_pos {
 	uint16_t by_size, by_ob_size, by_sval;
 	uint16_t st_size, st_state, st_length, st_ascii_size;
 	uint16_t st_compact_size;	/* exported from 3.15 on */
+	/* objects (dump --locals, thread names); NO where not mapped yet */
+	/* thread_id is the field before ts_native_tid in every version */
+	uint16_t is_modules, fr_localsplus, co_argcount, co_lsnames, co_lskinds;
+	uint16_t tp_name, tp_flags, tu_items, li_items, li_size, di_keys, di_values;
+	uint16_t fl_val, lo_tag, lo_digit;
 };
 
 static const struct dbg_pos dbg_positions[] = {
@@ -57,6 +62,10 @@ static const struct dbg_pos dbg_positions[] = {
 		.by_size = 512, .by_ob_size = 520, .by_sval = 528,
 		.st_size = 536, .st_state = 544, .st_length = 552, .st_ascii_size = 560,
 		.st_compact_size = NO,
+		.is_modules = 88, .fr_localsplus = 256, .co_argcount = 320, .co_lsnames = 328,
+		.co_lskinds = 336, .tp_name = 376, .tp_flags = 392, .tu_items = 408,
+		.li_items = 432, .li_size = 440, .di_keys = 456, .di_values = 464,
+		.fl_val = 480, .lo_tag = 496, .lo_digit = 504,
 	},
 	{
 		.minor = 14, .total = 760, .rt_interp_head = 40,
@@ -72,7 +81,7 @@ static const struct dbg_pos dbg_positions[] = {
 		.ob_type = 408,
 		.by_size = 592, .by_ob_size = 600, .by_sval = 608,
 		.st_size = 616, .st_state = 624, .st_length = 632, .st_ascii_size = 640,
-		.st_compact_size = NO,
+		.st_compact_size = NO, .is_modules = NO,
 	},
 	{
 		.minor = 15, .total = 888, .rt_interp_head = 40,
@@ -88,7 +97,7 @@ static const struct dbg_pos dbg_positions[] = {
 		.ob_type = 472,
 		.by_size = 688, .by_ob_size = 696, .by_sval = 704,
 		.st_size = 712, .st_state = 720, .st_length = 728, .st_ascii_size = 736,
-		.st_compact_size = 744,
+		.st_compact_size = 744, .is_modules = NO,
 	},
 };
 
@@ -116,6 +125,62 @@ static const struct ver_extra extras[] = {
 	/* owner 3 = INTERPRETER, 4 = THREAD_STATE: the sentinel at the bottom */
 	{ 15, 92, ~3ULL, 3, 4, 4, 16, NO, NO, 0 },
 };
+
+/*
+ * Objects, per version: offsetof() compiled against each version's own
+ * internal headers (pyenv 3.11.7, 3.12.1, 3.13.0 and Debian's 3.11 agree).
+ * For 3.13 the fields _Py_DebugOffsets exports are taken from the live
+ * process instead (obj_from_debug). 3.14+ are not described yet: thread
+ * names fall back to the kernel's and dump --locals says it cannot.
+ */
+static const struct pyobj_layout obj_facts[] = {
+	{
+		.minor = 11, .managed = PYOBJ_MANAGED_311, .interp_modules = 888, .ts_thread_id = 152,
+		.tp_name = 24, .tp_basicsize = 32, .tp_flags = 168, .ht_cached_keys = 872,
+		.md_dict = 16, .dict_used = 16, .dict_keys = 32, .dict_values = 40,
+		.dk_log2_index_bytes = 9, .dk_kind = 10, .dk_nentries = 24, .dk_indices = 32,
+		.values_off = 0, .values_capacity = -1, .values_valid = -1,
+		.tpflag_managed = 1 << 4, .tpflag_inline = 0, .var_size = 16, .tuple_items = 24, .list_items = 24,
+		.set_used = 24, .float_val = 16, .cell_ref = 16,
+		.long_size = 16, .long_digits = 24, .long_tagged = 0,
+		.fr_localsplus = 72, .co_argcount = 56, .co_kwonlyargcount = 64, .co_flags = 48,
+		.co_localsplusnames = 96, .co_localspluskinds = 104,
+	},
+	{
+		.minor = 12, .managed = PYOBJ_MANAGED_312, .interp_modules = 944, .ts_thread_id = 136,
+		.tp_name = 24, .tp_basicsize = 32, .tp_flags = 168, .ht_cached_keys = 880,
+		.md_dict = 16, .dict_used = 16, .dict_keys = 32, .dict_values = 40,
+		.dk_log2_index_bytes = 9, .dk_kind = 10, .dk_nentries = 24, .dk_indices = 32,
+		.values_off = 0, .values_capacity = -1, .values_valid = -1,
+		.tpflag_managed = 1 << 4, .tpflag_inline = 0, .var_size = 16, .tuple_items = 24, .list_items = 24,
+		.set_used = 24, .float_val = 16, .cell_ref = 16,
+		.long_size = 16, .long_digits = 24, .long_tagged = 1,
+		.fr_localsplus = 72, .co_argcount = 52, .co_kwonlyargcount = 60, .co_flags = 48,
+		.co_localsplusnames = 96, .co_localspluskinds = 104,
+	},
+	{
+		.minor = 13, .managed = PYOBJ_MANAGED_313, .interp_modules = 7656, .ts_thread_id = 152,
+		.tp_name = 24, .tp_basicsize = 32, .tp_flags = 168, .ht_cached_keys = 880,
+		.md_dict = 16, .dict_used = 16, .dict_keys = 32, .dict_values = 40,
+		.dk_log2_index_bytes = 9, .dk_kind = 10, .dk_nentries = 24, .dk_indices = 32,
+		.values_off = 8, .values_capacity = 0, .values_valid = 3,
+		.tpflag_managed = 1 << 4, .tpflag_inline = 1 << 2, .var_size = 16, .tuple_items = 24, .list_items = 24,
+		.set_used = 24, .float_val = 16, .cell_ref = 16,
+		.long_size = 16, .long_digits = 24, .long_tagged = 1,
+		.fr_localsplus = 72, .co_argcount = 52, .co_kwonlyargcount = 60, .co_flags = 48,
+		.co_localsplusnames = 96, .co_localspluskinds = 104,
+	},
+};
+
+static void obj_facts_for(unsigned minor, struct pyobj_layout *out)
+{
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < sizeof(obj_facts) / sizeof(obj_facts[0]); i++)
+		if (obj_facts[i].minor == minor)
+			*out = obj_facts[i];
+}
 
 /* 3.11 and 3.12: no debug offsets; verified with DWARF and live walks. */
 static const struct py_layout builtin[] = {
@@ -313,6 +378,40 @@ static int gil_gc(const uint8_t *b, const struct dbg_pos *p, uint64_t is,
 	return bad;
 }
 
+/* The object fields 3.13+ export; a version without them leaves objects
+ * undescribed (PYOBJ_NONE), which costs features, never the profile. */
+static void obj_from_debug(const uint8_t *b, const struct dbg_pos *p, unsigned minor,
+			   struct pyobj_layout *o)
+{
+	uint64_t is = rd(b, p->is_size), fr = rd(b, p->fr_size), co = rd(b, p->co_size);
+	uint16_t tu_size = 0;
+	int bad = 0;
+
+	obj_facts_for(minor, o);
+	if (p->is_modules == NO || o->managed == PYOBJ_NONE)
+		return;
+	bad |= field(b, p->is_modules, is, 8, &o->interp_modules);
+	bad |= field(b, p->ts_native_tid - 8, rd(b, p->ts_size), 8, &o->ts_thread_id);
+	bad |= field(b, p->fr_localsplus, fr, 0, &o->fr_localsplus);
+	bad |= field(b, p->co_argcount, co, 4, &o->co_argcount);
+	bad |= field(b, p->co_lsnames, co, 8, &o->co_localsplusnames);
+	bad |= field(b, p->co_lskinds, co, 8, &o->co_localspluskinds);
+	bad |= field(b, p->tp_name, rd(b, p->tp_name - 8), 8, &o->tp_name);
+	bad |= field(b, p->tp_flags, rd(b, p->tp_name - 8), 8, &o->tp_flags);
+	bad |= field(b, p->tu_items, rd(b, p->tu_items - 8), 0, &o->tuple_items);
+	bad |= field(b, p->tu_items + 8, rd(b, p->tu_items - 8), 8, &tu_size);
+	bad |= field(b, p->li_items, rd(b, p->li_items - 8), 8, &o->list_items);
+	bad |= field(b, p->li_size, rd(b, p->li_items - 8), 8, &o->var_size);
+	bad |= field(b, p->di_keys, rd(b, p->di_keys - 8), 8, &o->dict_keys);
+	bad |= field(b, p->di_values, rd(b, p->di_keys - 8), 8, &o->dict_values);
+	bad |= field(b, p->fl_val, rd(b, p->fl_val - 8), 8, &o->float_val);
+	bad |= field(b, p->lo_tag, rd(b, p->lo_tag - 8), 8, &o->long_size);
+	bad |= field(b, p->lo_digit, rd(b, p->lo_tag - 8), 0, &o->long_digits);
+	/* tuples and lists share one ob_size offset here */
+	if (bad || tu_size != o->var_size)
+		o->managed = PYOBJ_NONE;
+}
+
 static int parse_debug(const uint8_t *b, const struct dbg_pos *p,
 		       const struct ver_extra *x, struct py_layout *l)
 {
@@ -357,6 +456,7 @@ static int parse_debug(const uint8_t *b, const struct dbg_pos *p,
 		l->code_gen_size = 4;
 	}
 	bad |= gil_gc(b, p, is, x, l);
+	obj_from_debug(b, p, PY_MINOR(l->version), &l->obj);
 	if (bad || co > LAYOUT_CODE_MAX || (uint64_t)x->co_version + 4 > co)
 		return LAYOUT_INCONSISTENT;
 
@@ -473,6 +573,7 @@ int layout_from_version(uint32_t version, unsigned flags, struct py_layout *out)
 			continue;
 		*out = builtin[i];
 		out->version = version;
+		obj_facts_for(PY_MINOR(version), &out->obj);
 		return finish(out);
 	}
 	return LAYOUT_UNSUPPORTED;

@@ -13,6 +13,44 @@
 #include "tachyon.h"
 #include "pystr.h"
 
+/*
+ * Where an object with a managed __dict__ keeps its attributes (3.11+
+ * Python classes): 3.11 a values pointer at obj-32 and a dict pointer at
+ * obj-24; 3.12 one word at obj-24, a values pointer tagged with bit 0 or a
+ * dict; 3.13 a dict pointer at obj-24, else values inline after the object
+ * (Py_TPFLAGS_INLINE_VALUES) with a `valid` byte.
+ */
+enum pyobj_managed {
+	PYOBJ_NONE = 0,		/* objects of this version are not described */
+	PYOBJ_MANAGED_311,
+	PYOBJ_MANAGED_312,
+	PYOBJ_MANAGED_313,
+};
+
+/* Objects read from userspace: threading's names, dump --locals. */
+struct pyobj_layout {
+	uint8_t minor;
+	uint8_t managed;	/* enum pyobj_managed */
+	uint16_t interp_modules;	/* PyInterpreterState -> sys.modules */
+	uint16_t ts_thread_id;	/* PyThreadState -> thread_id (threading.get_ident()) */
+	uint16_t tp_name, tp_basicsize, tp_flags, ht_cached_keys;
+	uint16_t md_dict;	/* PyModuleObject -> its dict */
+	uint16_t dict_used, dict_keys, dict_values;
+	uint16_t dk_log2_index_bytes, dk_kind, dk_nentries, dk_indices;
+	uint16_t values_off;	/* PyDictValues -> values[0] */
+	int8_t values_capacity;	/* PyDictValues -> u8 capacity (3.13), -1 if none */
+	int8_t values_valid;	/* PyDictValues -> u8 valid (3.13 inline values), -1 */
+	uint32_t tpflag_managed; /* Py_TPFLAGS_MANAGED_DICT */
+	uint32_t tpflag_inline;	/* Py_TPFLAGS_INLINE_VALUES, 0 if the version has none */
+	uint16_t var_size;	/* PyVarObject -> ob_size (tuple, list, bytes) */
+	uint16_t tuple_items, list_items, set_used, float_val, cell_ref;
+	uint16_t long_size, long_digits;
+	uint8_t long_tagged;	/* 3.12+: lv_tag = ndigits << 3 | sign; else signed ob_size */
+	uint16_t fr_localsplus;	/* _PyInterpreterFrame -> localsplus[] */
+	uint16_t co_argcount, co_kwonlyargcount, co_flags;
+	uint16_t co_localsplusnames, co_localspluskinds;
+};
+
 struct py_layout {
 	uint32_t version;	/* PY_VERSION_HEX */
 	const char *source;	/* where the offsets came from, for -v */
@@ -39,6 +77,7 @@ struct py_layout {
 	uint16_t gil_ptr_in_interp; /* PyInterpreterState -> ceval.gil pointer (3.12+) */
 	uint16_t gc_collecting;	/* PyInterpreterState -> gc.collecting (int) */
 	struct pystr_layout str;
+	struct pyobj_layout obj;
 };
 
 enum layout_err {

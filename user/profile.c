@@ -152,7 +152,7 @@ static int prefix_frames(struct resolved *r, struct rsample *s, const struct agg
 			return -1;
 	}
 	if (o->threads) {
-		const char *tn = o->thread_name ? o->thread_name(o->ctx, k->target, k->tid) : NULL;
+		const char *tn = s->tname;
 
 		snprintf(name, sizeof(name), "thread %u%s%s", k->tid, tn ? " " : "", tn ? tn : "");
 		if (!(s->frames[s->depth++] = intern(r, name, "", 0, 0)))
@@ -189,6 +189,7 @@ static int resolve_one(struct resolved *r, const struct agg_key *k, uint64_t cou
 		       struct symbols *sym, const struct resolve_opts *o)
 {
 	struct rsample *s;
+	const char *tn;
 	uint32_t i;
 
 	if (r->nsamples == r->samples_cap) {
@@ -202,9 +203,14 @@ static int resolve_one(struct resolved *r, const struct agg_key *k, uint64_t cou
 	}
 	s = &r->samples[r->nsamples];
 	memset(s, 0, sizeof(*s));
+	tn = o->thread_name ? o->thread_name(o->ctx, k->target, k->tid) : NULL;
+	s->tname = tn ? strdup(tn) : NULL;
 	s->frames = calloc(sf->depth + 4 + MAX_KFRAMES, sizeof(*s->frames));
-	if (!s->frames || prefix_frames(r, s, k, o, t))
+	if (!s->frames || (tn && !s->tname) || prefix_frames(r, s, k, o, t)) {
+		free(s->frames);
+		free(s->tname);
 		return -1;
+	}
 	for (i = sf->depth; i-- > 0;) {
 		const struct tb_frame *f = &sf->frames[i];
 		struct sym_frame sf2;
@@ -212,6 +218,10 @@ static int resolve_one(struct resolved *r, const struct agg_key *k, uint64_t cou
 		symbols_frame(symbols_get(sym, t, f), f, t, o->full_paths, &sf2);
 		if (sf2.hidden)
 			continue;
+		if (o->line_mode == LINES_FUNCTION)
+			sf2.line = sf2.firstlineno;
+		else if (o->line_mode == LINES_NONE)
+			sf2.line = RFRAME_NO_LINE;
 		s->frames[s->depth] = intern(r, sf2.name, sf2.file, sf2.line, sf2.firstlineno);
 		if (!s->frames[s->depth++])
 			return -1;
@@ -268,9 +278,13 @@ int resolved_copy(const struct resolved *src, struct resolved *dst)
 		struct rsample *b = &dst->samples[i];
 
 		*b = *a;
+		b->tname = a->tname ? strdup(a->tname) : NULL;
 		b->frames = calloc(a->depth + 1, sizeof(*b->frames));
-		if (!b->frames)
+		if (!b->frames || (a->tname && !b->tname)) {
+			free(b->frames);
+			free(b->tname);
 			return -1;
+		}
 		dst->nsamples++;
 		for (j = 0; j < a->depth; j++)
 			b->frames[j] = dst->frames[a->frames[j]->id];
@@ -363,6 +377,7 @@ static void dedup_last(struct resolved *r, const struct resolve_opts *o)
 	}
 	r->samples[(uintptr_t)*slot - 1].count += s->count;
 	free(s->frames);
+	free(s->tname);
 	r->nsamples--;
 }
 
@@ -441,8 +456,10 @@ void resolved_free(struct resolved *r)
 {
 	size_t i;
 
-	for (i = 0; i < r->nsamples; i++)
+	for (i = 0; i < r->nsamples; i++) {
 		free(r->samples[i].frames);
+		free(r->samples[i].tname);
+	}
 	for (i = 0; i < r->nframes; i++) {
 		free(r->frames[i]->name);
 		free(r->frames[i]->file);

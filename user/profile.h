@@ -37,10 +37,13 @@ struct profile {
  * The resolved profile every writer takes: frames interned (same name, file
  * and line = same frame), samples as root-first frame lists with counts.
  */
+/* A frame's line with --nolineno: labels show "name (file)". */
+#define RFRAME_NO_LINE	(-1)
+
 struct rframe {
 	char *name;		/* qualname; "[truncated]" etc. for marker frames */
 	char *file;		/* "" for marker frames and unknown code */
-	int32_t line;
+	int32_t line;		/* RFRAME_NO_LINE with --nolineno */
 	int32_t firstlineno;
 	uint32_t id;		/* index in resolved.frames */
 };
@@ -58,6 +61,7 @@ struct rsample {
 	uint32_t depth;
 	uint64_t count;
 	struct rframe **frames;	/* root first */
+	char *tname;		/* the thread's name (Python's, else comm), or NULL */
 };
 
 struct resolved {
@@ -80,8 +84,16 @@ struct resolved {
 	struct hmap dedup;	/* frozen profiles: identical samples share a row */
 };
 
+/* What a frame's line is: per line (default), per function, none. */
+enum frame_lines {
+	LINES_EACH = 0,
+	LINES_FUNCTION,		/* --function: the function's first line */
+	LINES_NONE,		/* --nolineno: no line, "name (file)" */
+};
+
 struct resolve_opts {
 	int full_paths;
+	int line_mode;	/* enum frame_lines */
 	int threads;		/* a root frame "thread TID NAME" */
 	int gc_frames;		/* a "<GC>" leaf on samples taken during a collection */
 	int proc_root;		/* a root frame naming the process */

@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "dump.h"
 #include "errors.h"
+#include "pythreads.h"
 #include "session.h"
 
 #define POLL_MS		1000	/* drain at least this often: samples don't wake us */
@@ -49,11 +50,6 @@
 /* When to look again at a process that is not (yet) a Python we can read. */
 static const double retry_after[] = { 0.002, 0.01, 0.03, 0.1, 0.3, 1.0 };
 #define MAX_ATTEMPTS (int)(sizeof(retry_after) / sizeof(retry_after[0]))
-
-struct thread_key {
-	uint32_t target;
-	uint32_t tid;
-};
 
 static struct target *target_of(struct session *s, uint32_t pid)
 {
@@ -175,6 +171,8 @@ static void seed_offcpu(struct session *s, struct target *t, uint64_t since)
 	}
 }
 
+static void name_threads(struct session *s, int force);
+
 static int pending_for(const struct session *s, uint32_t target)
 {
 	size_t i;
@@ -189,6 +187,7 @@ static void resolve_opts_of(struct session *s, struct resolve_opts *ro)
 {
 	*ro = (struct resolve_opts){
 		.full_paths = s->opt->full_paths, .threads = s->opt->threads,
+		.line_mode = s->opt->line_mode,
 		.gc_frames = s->opt->gc_frames,
 		/* --pids asks for the pid in a root frame: it needs the frame. */
 		.proc_root = s->opt->all_python || s->opt->subprocesses || s->opt->show_pids,
@@ -272,6 +271,7 @@ static void fold_target(struct session *s, struct target *t, int forget_each)
 	size_t ndead, i;
 
 	resolve_opts_of(s, &ro);
+	name_threads(s, 1);
 	if (profile_freeze(&s->prof, t, &s->sym, &ro, &s->frozen, &dead, &ndead))
 		tb_warn("pid %d: out of memory while keeping its samples", t->pid);
 	if (forget_each) {
@@ -350,6 +350,10 @@ static void compact(struct session *s)
 	/* ... including those it sent again while we were folding. */
 	sampler_forget_all_stacks(&s->sampler);
 	release_limbo(s);
+	/* Thread names are read again from now on: renames show. */
+	pythreads_cache_free(&s->pynames);
+	if (pythreads_cache_init(&s->pynames))
+		tb_warn("out of memory: thread names are read again for every new thread");
 	symbols_next_epoch(&s->sym);
 	s->st.compactions++;
 	tb_debug("compaction %" PRIu64 ": %zu frozen rows, %zu frames; live: %zu rows, %zu stacks, %zu code objects, %zu pending samples",
@@ -565,18 +569,89 @@ static int add_pending(struct session *s, const struct agg_key *k, uint64_t weig
 	return 0;
 }
 
+/*
+ * A thread seen for the first time since its process's last compaction:
+ * named later, in one read of threading's registry for all the process's
+ * new threads (name_threads), while it is most likely still alive.
+ */
 static void note_thread(struct session *s, const struct agg_key *k)
 {
 	struct thread_key tk = { k->target, k->tid };
-	char name[32];
 	void **slot;
 	int added;
 
 	slot = hmap_put(&s->thread_names, &tk, &added);
 	if (!slot || !added)
 		return;
-	if (!proc_comm(s->targets[k->target]->pid, (pid_t)k->tid, name, sizeof(name)))
-		*slot = strdup(name);
+	if (s->nunnamed == s->unnamed_cap) {
+		size_t cap = s->unnamed_cap ? s->unnamed_cap * 2 : 64;
+		struct thread_key *g = realloc(s->unnamed, cap * sizeof(*g));
+
+		if (!g)
+			return;
+		s->unnamed = g;
+		s->unnamed_cap = cap;
+	}
+	s->unnamed[s->nunnamed++] = tk;
+}
+
+#define NAMES_EVERY_S	0.2	/* threading's registry: at most this often per process */
+#define NAMES_MAX	4096
+
+/* Name every waiting thread of one target: Python's name, else comm. */
+static void name_target(struct session *s, struct target *t, const struct pythread *th, int n)
+{
+	size_t i;
+
+	for (i = 0; i < s->nunnamed; i++) {
+		struct thread_key *k = &s->unnamed[i];
+		const char *py;
+		char comm[32];
+		void **slot;
+
+		if (k->target != t->id)
+			continue;
+		slot = hmap_get(&s->thread_names, k);
+		py = pythreads_find(th, n, k->tid);
+		if (slot && !*slot) {
+			if (py)
+				*slot = strdup(py);
+			else if (!proc_comm(t->pid, (pid_t)k->tid, comm, sizeof(comm)))
+				*slot = strdup(comm);
+		}
+		k->target = UINT32_MAX;	/* done */
+	}
+}
+
+/*
+ * Read the names of threads seen since the last call: one read of
+ * threading._active per process with new threads, at most every
+ * NAMES_EVERY_S unless `force` (before the rows are folded or written).
+ */
+static void name_threads(struct session *s, int force)
+{
+	static struct pythread th[NAMES_MAX];
+	double now = mono_now();
+	size_t i, j;
+
+	for (i = 0; i < s->nunnamed; i++) {
+		uint32_t id = s->unnamed[i].target;
+		struct target *t = id < s->ntargets ? s->targets[id] : NULL;
+		int n;
+
+		if (!t || (!force && now < t->names_next))
+			continue;
+		n = pythreads_read(t, &s->pynames, th, NAMES_MAX);
+		t->names_next = now + NAMES_EVERY_S;
+		name_target(s, t, th, n > 0 ? n : 0);
+	}
+	for (i = j = 0; i < s->nunnamed; i++) {
+		uint32_t id = s->unnamed[i].target;
+
+		if (id < s->ntargets && s->targets[id])
+			s->unnamed[j++] = s->unnamed[i];
+	}
+	s->nunnamed = j;
 }
 
 /* Count a sample whose frames we have; read new code objects right away,
@@ -591,8 +666,7 @@ static void count_sample(struct session *s, const struct agg_key *k, uint64_t we
 	if (profile_count(&s->prof, k, weight) != 1)
 		return;
 	symbols_resolve(&s->sym, s->targets[k->target], sf->frames, sf->depth);
-	if (s->opt->threads)
-		note_thread(s, k);
+	note_thread(s, k);
 }
 
 static void add_sample(struct session *s, uint32_t pid, uint32_t tid, uint64_t stack_id,
@@ -771,6 +845,7 @@ int session_open_targets(struct session *s, const struct options *o)
 	s->epfd = s->sigfd = s->child_pidfd = s->child_gate = s->extra_fd = -1;
 	if (hmap_init(&s->by_pid, sizeof(uint32_t)) || profile_init(&s->prof) ||
 	    symbols_init(&s->sym) || hmap_init(&s->thread_names, sizeof(struct thread_key)) ||
+	    pythreads_cache_init(&s->pynames) ||
 	    hmap_init(&s->refused, sizeof(uint32_t)) || resolved_init(&s->frozen) ||
 	    hmap_init(&s->limbo, sizeof(uint64_t))) {
 		tb_error("startup: out of memory (free some memory)");
@@ -1179,6 +1254,7 @@ void session_run(struct session *s)
 			handle(s, &ev[i]);
 		sampler_consume(&s->sampler);
 		flush_pending(s, 0);
+		name_threads(s, 0);
 		if (s->ndisc)
 			run_discovery(s);
 		if (s->nroots)
@@ -1259,6 +1335,7 @@ int session_resolve(struct session *s, struct resolved *r)
 	struct resolve_opts ro;
 
 	resolve_opts_of(s, &ro);
+	name_threads(s, 1);
 	if (resolved_copy(&s->frozen, r))
 		return -1;
 	r->event = meta.event;
@@ -1291,6 +1368,8 @@ void session_close(struct session *s)
 	while (hmap_next(&s->thread_names, &it, NULL, &val))
 		free(*val);
 	hmap_free(&s->thread_names);
+	free(s->unnamed);
+	pythreads_cache_free(&s->pynames);
 	hmap_free(&s->refused);
 	hmap_free(&s->limbo);
 	symbols_free(&s->sym);

@@ -13,6 +13,7 @@
 #include "hmap.h"
 #include "ksyms.h"
 #include "profile.h"
+#include "pythreads.h"
 #include "sampler.h"
 #include "symbols.h"
 #include "target.h"
@@ -58,6 +59,11 @@ struct root {
 	uint64_t start_time;		/* tells a recycled pid from it */
 };
 
+struct thread_key {
+	uint32_t target;
+	uint32_t tid;
+};
+
 struct pend_sample {
 	struct agg_key k;
 	uint64_t weight;
@@ -74,7 +80,10 @@ struct session {
 	uint32_t ntargets, cap;
 	uint32_t alive;			/* targets still running */
 	struct hmap by_pid;		/* pid -> current target index + 1 */
-	struct hmap thread_names;	/* {target, tid} -> char * */
+	struct hmap thread_names;	/* {target, tid} -> char *, NULL until named */
+	struct thread_key *unnamed;	/* threads seen, not named yet */
+	struct pythreads_cache pynames;	/* Thread objects read this compaction period */
+	size_t nunnamed, unnamed_cap;
 	struct hmap refused;		/* pids already reported unsupported */
 	struct hmap limbo;		/* stack ids no sample uses, kept for a thread off CPU */
 	struct pend_sample *pend;	/* samples waiting for their stack */

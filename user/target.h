@@ -24,6 +24,7 @@ struct target {
 	char name[64];		/* script or module, else executable: the root frame */
 	char cwd[PATH_MAX];	/* for shortening file names */
 	size_t cwd_len;
+	double names_next;	/* session: earliest next read of threading's names */
 };
 
 enum target_err {

@@ -141,11 +141,12 @@ static void top_update(struct top *t, struct top_fn *fn, size_t n, uint64_t tota
 
 static char *fn_label(const struct rframe *f)
 {
-	char *out;
+	char *out, tail[32];
 
 	if (frame_is_marker(f))
 		return strdup(f->name);
-	if (asprintf(&out, "%s (%s:%d)", f->name, f->file, f->firstlineno) < 0)
+	frame_tail(f, f->firstlineno, tail, sizeof(tail));
+	if (asprintf(&out, "%s (%s%s", f->name, f->file, tail) < 0)
 		return NULL;
 	return out;
 }

@@ -46,6 +46,11 @@ def _profile(python, args, outfile=None):
     return res, written, w.pid
 
 
+def _comm(pid):
+    with open("/proc/%d/comm" % pid) as f:
+        return f.read().strip()
+
+
 def _check_share(fmt, heavy, total, where):
     share = heavy / total if total else 0
     check(HEAVY_SHARE[0] <= share <= HEAVY_SHARE[1],
@@ -219,8 +224,12 @@ def test_format_speedscope(python):
             check(k in p, "profile %r lacks %r" % (p.get("name"), k))
         check(p["type"] == "sampled", "profile type %r" % p["type"])
         check(p["unit"] in UNITS, "profile unit %r" % p["unit"])
-        check(re.match(r"^pid %d .*\(Python 3\.\d+\.\d+\S*\) tid \d+$" % pid, p["name"]),
-              "profile name %r, want 'pid %d ... (Python 3.x.y) tid N'" % (p["name"], pid))
+        # callgraph.py runs in its main thread: MainThread if the interpreter
+        # imported threading, else the kernel's name for it
+        check(re.match(r"^pid %d .*\(Python 3\.\d+\.\d+\S*\) tid %d (MainThread|%s)$"
+                       % (pid, pid, re.escape(_comm(pid))), p["name"]),
+              "profile name %r, want 'pid %d ... (Python 3.x.y) tid %d MainThread' (or %s)"
+              % (p["name"], pid, pid, _comm(pid)))
         check(len(p["samples"]) == len(p["weights"]), "samples and weights differ in length")
         check(sum(p["weights"]) == p["endValue"] - p["startValue"],
               "profile %r: weights sum %d, endValue - startValue %d"
@@ -281,7 +290,12 @@ def _ints(wire, v):
 
 
 def _decode_pprof(data):
-    prof = {"strings": [], "samples": [], "loc": {}, "func": {}, "types": [], "period": 0}
+    """The fields the tests look at. loc: location id -> function id;
+    loc_line: location id -> line; func/func_file/func_start: function id ->
+    name, file (string indexes) and start line; a sample's labels are
+    (key, str index, num) triples."""
+    prof = {"strings": [], "samples": [], "loc": {}, "loc_line": {}, "func": {},
+            "func_file": {}, "func_start": {}, "types": [], "period": 0}
     for f, wire, v in _fields(data):
         if f == 6:
             prof["strings"].append(v.decode("utf-8"))
@@ -290,27 +304,39 @@ def _decode_pprof(data):
         elif f == 12:
             prof["period"] = v
         elif f == 2:
-            s = {"loc": [], "val": []}
+            s = {"loc": [], "val": [], "labels": []}
             for k, w2, x in _fields(v):
                 if k == 1:
                     s["loc"] += _ints(w2, x)
                 elif k == 2:
                     s["val"] += _ints(w2, x)
+                elif k == 3:
+                    d = dict((a, y) for a, _, y in _fields(x))
+                    s["labels"].append((d.get(1, 0), d.get(2, 0), d.get(3, 0)))
             prof["samples"].append(s)
         elif f == 4:
             d = dict((k, x) for k, _, x in _fields(v) if k != 4)
             line = [dict((k, x) for k, _, x in _fields(x)) for k, _, x in _fields(v) if k == 4]
             prof["loc"][d[1]] = line[0][1]
+            prof["loc_line"][d[1]] = line[0].get(2, 0)
         elif f == 5:
             d = dict((k, x) for k, _, x in _fields(v))
             prof["func"][d[1]] = d.get(2, 0)
+            prof["func_file"][d[1]] = d.get(4, 0)
+            prof["func_start"][d[1]] = d.get(5, 0)
     return prof
+
+
+def pprof_labels(prof, s):
+    """A decoded sample's labels as {key: str or num}."""
+    st = prof["strings"]
+    return dict((st[k], st[x] if x else n) for k, x, n in s["labels"])
 
 
 @timeout(90)
 def test_format_pprof(python):
     out = art_path("profile.pb.gz")
-    res, written, _ = _profile(python, [], outfile=out)
+    res, written, pid = _profile(python, [], outfile=out)
     with open(out, "rb") as f:
         gz = f.read()
     check(gz[:2] == b"\x1f\x8b", "pprof output is not gzip: %r" % gz[:8])
@@ -333,6 +359,7 @@ def test_format_pprof(python):
     check(prof["period"] == 10 ** 9 // FREQ, "period %d, want %d"
           % (prof["period"], 10 ** 9 // FREQ))
     total = heavy = 0
+    comm = _comm(pid)
     for s in prof["samples"]:
         check(len(s["val"]) == 2, "sample with %d values" % len(s["val"]))
         total += s["val"][0]
@@ -343,6 +370,10 @@ def test_format_pprof(python):
             heavy += s["val"][0]
         root = st[prof["func"][prof["loc"][s["loc"][-1]]]]
         check(root == "<module>", "sample locations not leaf first: root %r" % root)
+        labels = pprof_labels(prof, s)
+        check(labels.get("thread_name") in ("MainThread", comm) and labels.get("tid") == pid,
+              "sample labels %r, want tid %d and thread_name MainThread (or %s)"
+              % (labels, pid, comm))
     check(total == written, "pprof samples sum to %d, --stats written %d %s"
           % (total, written, res.where()))
     _check_share("pprof", heavy, total, res.where())

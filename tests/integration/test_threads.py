@@ -38,3 +38,86 @@ def test_threads(python):
     if errors:
         fail("; ".join(sorted(set(errors), key=errors.index)[:6]) + " [top: %s] %s"
              % (fmt_stacks(stacks, 4), res.where()))
+
+
+def _comm(pid, tid):
+    with open("/proc/%d/task/%d/comm" % (pid, tid)) as f:
+        return f.read().strip()
+
+
+@timeout(90)
+def test_thread_names(python):
+    """--threads roots and pprof labels carry Python's thread names
+    (threading), renamed ones as renamed, names longer than the kernel's
+    15-byte comm in full; a thread threading does not know (started with
+    _thread) shows its comm."""
+    import gzip
+    from common import art_path
+    from test_formats import _decode_pprof, pprof_labels
+
+    w = start_workload(python, "named_threads.py", 60)
+    tids = dict((name, tid) for name, tid in w.info["tids"].items())
+    want = dict((tid, name) for name, tid in tids.items() if name not in ("raw", "MainThread"))
+    want[tids["raw"]] = _comm(w.pid, tids["raw"])
+    res = run_profiler(w.pid, ["-F", 499, "-d", 2, "--threads"], timeout=30).expect_ok()
+    got = {}
+    for s in res.stacks():
+        m = re.match(r"^thread (\d+) (.+)$", s.root.raw)
+        check(m, "stack without a `thread TID NAME` root: %s" % s.short(3))
+        got[int(m.group(1))] = m.group(2)
+    for tid, name in sorted(want.items()):
+        check(got.get(tid) == name, "thread %d: root frame name %r, want %r (all: %s) %s"
+              % (tid, got.get(tid), name, got, res.where()))
+    out = art_path("names.pb.gz")
+    res = run_profiler(w.pid, ["-F", 499, "-d", 2], timeout=30, outfile=out).expect_ok()
+    with open(out, "rb") as f:
+        prof = _decode_pprof(gzip.decompress(f.read()))
+    seen = {}
+    for s in prof["samples"]:
+        lab = pprof_labels(prof, s)
+        seen[lab.get("tid")] = lab.get("thread_name")
+    for tid, name in sorted(want.items()):
+        check(seen.get(tid) == name, "pprof: thread %d labelled thread_name=%r, want %r (all: %s)"
+              % (tid, seen.get(tid), name, seen))
+    out = art_path("names.json")
+    res = run_profiler(w.pid, ["-F", 499, "-d", 2], timeout=30, outfile=out).expect_ok()
+    import json
+    with open(out, encoding="utf-8") as f:
+        names = [p["name"] for p in json.load(f)["profiles"]]
+    for tid, name in sorted(want.items()):
+        check(any(n.endswith(" tid %d %s" % (tid, name)) for n in names),
+              "speedscope: no profile named '... tid %d %s': %s" % (tid, name, names))
+
+
+@timeout(90)
+def test_top_thread_names():
+    """top --threads: the thread rows carry Python's names."""
+    from common import binary, primary_python
+    from test_top import Tmux
+
+    w = start_workload(primary_python(), "named_threads.py", 60)
+    tids = w.info["tids"]
+    want = ["thread %d %s" % (tids[n], n) for n in ("producer", "hasher", "renamed-later")]
+    t = Tmux("names", "%s top -p %d -F 499 --threads" % (binary(), w.pid))
+    try:
+        t.wait_screen(lambda s: all(x in s for x in want), 30,
+                      "rows %s" % ", ".join(repr(x) for x in want))
+        t.keys("q")
+        check(t.wait_exit(15) == 0, "top did not exit 0 on q%s" % t.stderr())
+    finally:
+        t.close()
+
+
+@timeout(90)
+def test_thread_rename_after_compaction():
+    """A thread renamed during the run carries its new name once the names
+    are read again, after the next compaction (every 10 s)."""
+    from common import primary_python
+
+    w = start_workload(primary_python(), "named_threads.py", 60, 4)
+    tid = w.info["tids"]["producer"]
+    res = run_profiler(w.pid, ["-F", 199, "-d", 14, "--threads"], timeout=40).expect_ok()
+    roots = set(s.root.raw for s in res.stacks() if s.root.raw.startswith("thread %d " % tid))
+    want = {"thread %d producer" % tid, "thread %d producer-2" % tid}
+    check(roots == want, "producer's root frames %s, want %s (before and after the rename) %s"
+          % (sorted(roots), sorted(want), res.where()))

@@ -69,6 +69,55 @@ static void test_real_313(void **state)
 	assert_int_equal(l.code_gen_size, 4);
 }
 
+/* Object fields (thread names, dump --locals): the ones 3.13 exports come
+ * from the live _Py_DebugOffsets and match offsetof() on 3.13.0's headers. */
+static void test_objects_313(void **state)
+{
+	struct py_layout l;
+
+	(void)state;
+	load_313();
+	assert_int_equal(layout_from_debug_offsets(buf, 584, 0, &l), LAYOUT_OK);
+	assert_int_equal(l.obj.managed, PYOBJ_MANAGED_313);
+	assert_int_equal(l.obj.interp_modules, 7656);
+	assert_int_equal(l.obj.ts_thread_id, 152);
+	assert_int_equal(l.obj.fr_localsplus, 72);
+	assert_int_equal(l.obj.co_argcount, 52);
+	assert_int_equal(l.obj.co_localsplusnames, 96);
+	assert_int_equal(l.obj.co_localspluskinds, 104);
+	assert_int_equal(l.obj.tp_name, 24);
+	assert_int_equal(l.obj.tp_flags, 168);
+	assert_int_equal(l.obj.tuple_items, 24);
+	assert_int_equal(l.obj.list_items, 24);
+	assert_int_equal(l.obj.var_size, 16);
+	assert_int_equal(l.obj.dict_keys, 32);
+	assert_int_equal(l.obj.dict_values, 40);
+	assert_int_equal(l.obj.float_val, 16);
+	assert_int_equal(l.obj.long_size, 16);
+	assert_int_equal(l.obj.long_digits, 24);
+	assert_int_equal(l.obj.values_off, 8);	/* from the table: not exported */
+
+	/* An exported object offset outside its struct costs the objects only. */
+	put64(88, 1 << 20);	/* interpreter_state.imports_modules */
+	assert_int_equal(layout_from_debug_offsets(buf, 584, 0, &l), LAYOUT_OK);
+	assert_int_equal(l.obj.managed, PYOBJ_NONE);
+}
+
+static void test_objects_builtin(void **state)
+{
+	struct py_layout l;
+
+	(void)state;
+	assert_int_equal(layout_from_version(0x030b07f0, 0, &l), LAYOUT_OK);
+	assert_int_equal(l.obj.managed, PYOBJ_MANAGED_311);
+	assert_int_equal(l.obj.interp_modules, 888);
+	assert_int_equal(l.obj.long_tagged, 0);
+	assert_int_equal(layout_from_version(0x030c01f0, 0, &l), LAYOUT_OK);
+	assert_int_equal(l.obj.managed, PYOBJ_MANAGED_312);
+	assert_int_equal(l.obj.interp_modules, 944);
+	assert_int_equal(l.obj.long_tagged, 1);
+}
+
 static void test_bad_cookie(void **state)
 {
 	struct py_layout l;
@@ -204,6 +253,8 @@ int main(void)
 		cmocka_unit_test(test_inconsistent),
 		cmocka_unit_test(test_builtin_tables),
 		cmocka_unit_test(test_explain),
+		cmocka_unit_test(test_objects_313),
+		cmocka_unit_test(test_objects_builtin),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "output.h"
+#include "output/emit.h"
 
 #define LABEL_MAX 8192
 
@@ -47,7 +48,7 @@ void collapsed_label(const struct rframe *f, char *out, size_t len)
 		return;
 	pos = put_clean(out, pos, len, " (");
 	pos = put_clean(out, pos, len, f->file);
-	snprintf(tail, sizeof(tail), ":%d)", f->line);
+	frame_tail(f, f->line, tail, sizeof(tail));
 	put_clean(out, pos, len, tail);
 }
 

@@ -203,6 +203,14 @@ int frame_is_marker(const struct rframe *f)
 	return !f->file[0];
 }
 
+void frame_tail(const struct rframe *f, int32_t line, char *out, size_t len)
+{
+	if (f->line == RFRAME_NO_LINE)
+		snprintf(out, len, ")");
+	else
+		snprintf(out, len, ":%d)", line);
+}
+
 int frame_is_kernel(const struct rframe *f)
 {
 	size_t n = strlen(f->name);

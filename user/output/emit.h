@@ -77,6 +77,11 @@ int resolved_check(const struct resolved *r);
  * <unknown 0x..>, <GC>, process and thread roots) or kernel functions.
  */
 int frame_is_marker(const struct rframe *f);
+/*
+ * The end of a frame label: ":LINE)", or ")" when the profile has no lines
+ * (--nolineno). `line` is the frame's line or its function's first line.
+ */
+void frame_tail(const struct rframe *f, int32_t line, char *out, size_t len);
 /* A kernel function, "name [k]". */
 int frame_is_kernel(const struct rframe *f);
 

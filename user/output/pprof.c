@@ -41,6 +41,7 @@ enum {
 	SAMPLE_LABEL = 3,
 
 	LABEL_KEY = 1,
+	LABEL_STR = 2,
 	LABEL_NUM = 3,
 
 	LOCATION_ID = 1,
@@ -158,6 +159,16 @@ static void label_num(struct pprof *p, const char *key, int64_t num)
 	pb_end(&p->pb, m);
 }
 
+/* A string label: the key and value go to the string table. */
+static void label_str(struct pprof *p, const char *key, const char *str)
+{
+	size_t m = pb_begin(&p->pb, SAMPLE_LABEL);
+
+	pb_int(&p->pb, LABEL_KEY, sid(p, key));
+	pb_int(&p->pb, LABEL_STR, sid(p, str));
+	pb_end(&p->pb, m);
+}
+
 static void sample(struct pprof *p, const struct resolved *r, const struct rsample *s,
 		   uint64_t period)
 {
@@ -175,6 +186,8 @@ static void sample(struct pprof *p, const struct resolved *r, const struct rsamp
 	if (s->proc < r->nprocs)
 		label_num(p, "pid", r->procs[s->proc].pid);
 	label_num(p, "tid", s->tid);
+	if (s->tname && s->tname[0])
+		label_str(p, "thread_name", s->tname);
 	pb_end(&p->pb, m);
 }
 
@@ -185,7 +198,8 @@ static void location(struct pprof *p, const struct rframe *f)
 	pb_uint(&p->pb, LOCATION_ID, (uint64_t)f->id + 1);
 	l = pb_begin(&p->pb, LOCATION_LINE);
 	pb_uint(&p->pb, LINE_FUNCTION_ID, (uint64_t)p->ft.of_frame[f->id] + 1);
-	pb_int(&p->pb, LINE_LINE, f->line);
+	/* 0 is pprof's "no line" (--nolineno) */
+	pb_int(&p->pb, LINE_LINE, f->line == RFRAME_NO_LINE ? 0 : f->line);
 	pb_end(&p->pb, l);
 	pb_end(&p->pb, m);
 }

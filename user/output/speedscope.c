@@ -28,7 +28,8 @@ static void frames(struct emit *e, const struct resolved *r)
 		if (!frame_is_marker(f)) {
 			emit_str(e, ",\"file\":");
 			emit_json(e, f->file);
-			emit_printf(e, ",\"line\":%d", f->line);
+			if (f->line != RFRAME_NO_LINE)
+				emit_printf(e, ",\"line\":%d", f->line);
 		}
 		emit_str(e, "}");
 	}
@@ -37,12 +38,13 @@ static void frames(struct emit *e, const struct resolved *r)
 
 static void profile_name(struct emit *e, const struct resolved *r, const struct rsample *s)
 {
-	char proc[160], buf[192];
+	char proc[160], buf[320];
 
 	proc[0] = 0;
 	if (s->proc < r->nprocs)
 		proc_describe(&r->procs[s->proc], proc, sizeof(proc));
-	snprintf(buf, sizeof(buf), "%s%stid %u", proc, proc[0] ? " " : "", s->tid);
+	snprintf(buf, sizeof(buf), "%s%stid %u%s%s", proc, proc[0] ? " " : "", s->tid,
+		 s->tname ? " " : "", s->tname ? s->tname : "");
 	emit_json(e, buf);
 }
 

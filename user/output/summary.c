@@ -72,8 +72,11 @@ static void row(struct emit *e, const struct resolved *r, const struct fstat *f,
 	emit_text(e, fr->name);
 	if (!frame_is_marker(fr)) {
 		emit_str(e, " (");
+		char tail[32];
+
 		emit_text(e, fr->file);
-		emit_printf(e, ":%d)", fr->firstlineno);
+		frame_tail(fr, fr->firstlineno, tail, sizeof(tail));
+		emit_str(e, tail);
 	}
 	emit_str(e, "\n");
 }

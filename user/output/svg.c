@@ -139,8 +139,12 @@ static void frame_label(const struct rframe *f, char *out, size_t len)
 		snprintf(out, len, "all");
 	else if (frame_is_marker(f))
 		snprintf(out, len, "%s", f->name);
-	else
-		snprintf(out, len, "%s (%s:%d)", f->name, f->file, f->line);
+	else {
+		char tail[32];
+
+		frame_tail(f, f->line, tail, sizeof(tail));
+		snprintf(out, len, "%s (%s%s", f->name, f->file, tail);
+	}
 }
 
 /* Bytes of the first n glyphs of s (fewer if s is shorter), at most max. */
@@ -184,7 +188,7 @@ static void frame_g(struct emit *e, const struct flame *fl, const struct node *n
 	double x = XPAD + (double)nd->x * scale;
 	double w = nd->frame == NO_FRAME ? IMAGE_WIDTH - 2 * XPAD : (double)nd->total * scale;
 	int y = height - BOTTOM_PAD - (int)(nd->depth + 1) * FRAME_HEIGHT;
-	char label[8192], text[TEXT_MAX], color[32];
+	char label[8192], text[TEXT_MAX], color[32], tail[32];
 
 	frame_label(f, label, sizeof(label));
 	fit_text(label, w - 6, text, sizeof(text));
@@ -194,7 +198,8 @@ static void frame_g(struct emit *e, const struct flame *fl, const struct node *n
 		emit_xml(e, f->name);
 		emit_str(e, " (");
 		emit_xml(e, f->file);
-		emit_printf(e, ":%d)", f->line);
+		frame_tail(f, f->line, tail, sizeof(tail));
+		emit_str(e, tail);
 	} else {
 		emit_xml(e, label);
 	}

@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Python objects read from another process: see pyobj.h. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pyobj.h"
+#include "remote.h"
+
+#define LOOKUP_MAX	8192	/* entries of a dict we search (sys.modules: hundreds) */
+#define KEY_MAX		64	/* longest key name we look up */
+#define STR_MAX		4096	/* characters of a str we ever read */
+#define TYPE_HDR_MAX	1024	/* bytes of a type object we read */
+#define REPR_STR	100	/* characters of a str shown in a repr */
+
+/* The entries of a dict's keys object, and its values if it is split. */
+struct dview {
+	uint64_t entries;	/* address of entry 0 */
+	uint64_t values;	/* split table: address of values[0]; else 0 */
+	int64_t n;		/* entries used (live or deleted) */
+	int general;		/* {hash, key, value} entries; else {key, value} */
+};
+
+static const struct pyobj_layout *lay(const struct target *t)
+{
+	return &t->layout.obj;
+}
+
+int pyobj_usable(const struct target *t)
+{
+	return t->layout.obj.managed != PYOBJ_NONE;
+}
+
+static int rd64(const struct target *t, uint64_t addr, uint64_t *v)
+{
+	return remote_read(t->pid, addr, v, sizeof(*v));
+}
+
+int pyobj_str(const struct target *t, uint64_t addr, char *out, size_t outsz)
+{
+	const struct pystr_layout *sl = &t->layout.str;
+	size_t hl = sl->compact_size > sl->ascii_size ? sl->compact_size : sl->ascii_size;
+	size_t off, nbytes;
+	uint8_t hdr[128], *data;
+	int kind;
+
+	out[0] = 0;
+	if (!addr || hl > sizeof(hdr) || remote_read(t->pid, addr, hdr, hl) ||
+	    pystr_locate(sl, hdr, hl, STR_MAX, &off, &nbytes, &kind, NULL))
+		return -1;
+	/* No more characters than fit: each is at least one UTF-8 byte. */
+	if (nbytes > outsz * (size_t)kind)
+		nbytes = outsz * (size_t)kind;
+	data = malloc(nbytes + 1);
+	if (!data || (nbytes && remote_read(t->pid, addr + off, data, nbytes))) {
+		free(data);
+		return -1;
+	}
+	pystr_to_utf8(data, nbytes, kind, out, outsz);
+	free(data);
+	return 0;
+}
+
+/* Sign and digit count of an int, from its size word. */
+static int long_shape(const struct pyobj_layout *o, uint64_t w, int *neg, uint64_t *ndig)
+{
+	if (o->long_tagged) {
+		*neg = (w & 3) == 2;
+		*ndig = (w & 3) == 1 ? 0 : w >> 3;
+	} else {
+		*neg = (int64_t)w < 0;
+		*ndig = *neg ? -(uint64_t)w : w;
+	}
+	return *ndig > 3 ? -1 : 0;	/* 90 bits and more: not an int64 */
+}
+
+int pyobj_long(const struct target *t, uint64_t addr, int64_t *v)
+{
+	const struct pyobj_layout *o = lay(t);
+	uint8_t buf[64];
+	unsigned __int128 acc = 0;
+	uint64_t w, ndig, i;
+	uint32_t d;
+	int neg;
+
+	if ((size_t)o->long_digits + 12 > sizeof(buf) || remote_read(t->pid, addr, buf, o->long_digits))
+		return -1;
+	memcpy(&w, buf + o->long_size, 8);
+	if (long_shape(o, w, &neg, &ndig) ||
+	    (ndig && remote_read(t->pid, addr + o->long_digits, buf, ndig * 4)))
+		return -1;
+	for (i = ndig; i-- > 0;) {
+		memcpy(&d, buf + i * 4, 4);
+		acc = acc << 30 | (d & 0x3fffffff);
+	}
+	if (acc > (unsigned __int128)INT64_MAX + neg)
+		return -1;
+	*v = neg ? (int64_t)(0 - (uint64_t)acc) : (int64_t)acc;
+	return 0;
+}
+
+static int keys_view(const struct target *t, uint64_t keys, uint64_t values, struct dview *v)
+{
+	const struct pyobj_layout *o = lay(t);
+	uint8_t h[64];
+	int64_t n;
+	uint8_t log2_ib, kind;
+
+	if (!keys || o->dk_indices > sizeof(h) || remote_read(t->pid, keys, h, o->dk_indices))
+		return -1;
+	log2_ib = h[o->dk_log2_index_bytes];
+	kind = h[o->dk_kind];
+	memcpy(&n, h + o->dk_nentries, sizeof(n));
+	if (log2_ib > 32 || n < 0 || n > LOOKUP_MAX * 8 || kind > 2)
+		return -1;
+	v->entries = keys + o->dk_indices + (1ULL << log2_ib);
+	v->values = values ? values + o->values_off : 0;
+	v->n = n;
+	v->general = kind == 0;
+	if (values && o->values_capacity >= 0) {
+		uint8_t cap;
+
+		/* shared keys may outgrow this object's values array */
+		if (remote_read(t->pid, values + o->values_capacity, &cap, 1))
+			return -1;
+		if (v->n > cap)
+			v->n = cap;
+	}
+	return 0;
+}
+
+static int dict_view(const struct target *t, uint64_t dict, struct dview *v)
+{
+	const struct pyobj_layout *o = lay(t);
+	uint64_t keys, values;
+
+	if (!dict || rd64(t, dict + o->dict_keys, &keys) || rd64(t, dict + o->dict_values, &values))
+		return -1;
+	return keys_view(t, keys, values, v);
+}
+
+/* Up to max live entries; returns how many, or -1. */
+static int view_items(const struct target *t, const struct dview *v, uint64_t *keys,
+		      uint64_t *vals, int64_t *hashes, int max)
+{
+	size_t words = v->general ? 3 : 2, i;
+	size_t n = (size_t)(v->n < max ? v->n : max);
+	uint64_t *e = malloc(n * words * 8 + 8), *vv = v->values ? malloc(n * 8 + 8) : NULL;
+	int got = -1;
+
+	if (!e || (v->values && !vv) || remote_read(t->pid, v->entries, e, n * words * 8) ||
+	    (vv && remote_read(t->pid, v->values, vv, n * 8)))
+		goto out;
+	for (got = 0, i = 0; i < n; i++) {
+		const uint64_t *w = e + i * words;
+		uint64_t key = w[words - 2], val = vv ? vv[i] : w[words - 1];
+
+		if (!key || !val)
+			continue;	/* deleted, or not set in this object */
+		keys[got] = key;
+		vals[got] = val;
+		if (hashes)
+			hashes[got] = v->general ? (int64_t)w[0] : 0;
+		got++;
+	}
+out:
+	free(e);
+	free(vv);
+	return got;
+}
+
+/* vals[j] = the value of names[j], from the entries of one view. */
+static int view_find(const struct target *t, const struct dview *v, const char *const *names,
+		     uint64_t *vals, int nnames)
+{
+	const struct pystr_layout *sl = &t->layout.str;
+	size_t stride = sl->ascii_size + KEY_MAX, off, nb;
+	uint64_t *keys = malloc(LOOKUP_MAX * 8), *vs = malloc(LOOKUP_MAX * 8);
+	struct remote_req *rq = NULL;
+	uint8_t *bufs = NULL;
+	int n, i, j, ascii, kind, found = 0;
+
+	n = keys && vs ? view_items(t, v, keys, vs, NULL, LOOKUP_MAX) : -1;
+	if (n > 0) {
+		rq = calloc(n, sizeof(*rq));
+		bufs = calloc(n, stride);
+	}
+	if (n <= 0 || !rq || !bufs)
+		goto out;
+	for (i = 0; i < n; i++)
+		rq[i] = (struct remote_req){ keys[i], bufs + i * stride, stride, 0 };
+	remote_readv(t->pid, rq, n);
+	for (i = 0; i < n; i++) {
+		const uint8_t *k = bufs + i * stride;
+
+		if (!rq[i].ok ||
+		    pystr_locate(sl, k, stride, KEY_MAX, &off, &nb, &kind, &ascii) || !ascii)
+			continue;
+		for (j = 0; j < nnames; j++) {
+			if (!vals[j] && strlen(names[j]) == nb && !memcmp(k + off, names[j], nb)) {
+				vals[j] = vs[i];
+				found++;
+			}
+		}
+	}
+out:
+	free(keys);
+	free(vs);
+	free(rq);
+	free(bufs);
+	return n < 0 ? -1 : found;
+}
+
+int pyobj_dict_get(const struct target *t, uint64_t dict, const char *key, uint64_t *val)
+{
+	struct dview v;
+
+	*val = 0;
+	if (!pyobj_usable(t) || dict_view(t, dict, &v))
+		return -1;
+	return view_find(t, &v, &key, val, 1) == 1 ? 0 : -1;
+}
+
+int pyobj_dict_items(const struct target *t, uint64_t dict, uint64_t *keys, uint64_t *vals,
+		     int64_t *hashes, int max)
+{
+	struct dview v;
+
+	if (!pyobj_usable(t) || dict_view(t, dict, &v))
+		return -1;
+	return view_items(t, &v, keys, vals, hashes, max);
+}
+
+/* Where an instance keeps its attributes: a dict, or values + shared keys. */
+static int attr_view(const struct target *t, uint64_t obj, struct dview *v)
+{
+	const struct pyobj_layout *o = lay(t);
+	uint64_t pre[6], flags = 0, basic = 0, cached = 0, dict = 0, values = 0;
+	uint8_t ty[TYPE_HDR_MAX];
+	uint16_t need = o->ht_cached_keys + 8;
+	uint8_t valid = 1;
+
+	/* the two words before the GC header, the object header */
+	if (need > sizeof(ty) || remote_read(t->pid, obj - 32, pre, sizeof(pre)) ||
+	    remote_read(t->pid, pre[5], ty, need))
+		return -1;
+	memcpy(&flags, ty + o->tp_flags, 8);
+	memcpy(&basic, ty + o->tp_basicsize, 8);
+	memcpy(&cached, ty + o->ht_cached_keys, 8);
+	if (!(flags & o->tpflag_managed))
+		return -1;
+	if (o->managed == PYOBJ_MANAGED_311) {
+		values = pre[0];
+		dict = pre[1];
+	} else if (o->managed == PYOBJ_MANAGED_312) {
+		if (pre[1] & 1)
+			values = pre[1] + 1;	/* tagged values pointer */
+		else
+			dict = pre[1];
+	} else {
+		dict = pre[1];
+		if (!dict && (flags & o->tpflag_inline) && basic < 4096)
+			values = obj + basic;
+		if (values && o->values_valid >= 0 &&
+		    (remote_read(t->pid, values + o->values_valid, &valid, 1) || !valid))
+			return -1;
+	}
+	if (dict)
+		return dict_view(t, dict, v);
+	return values && cached ? keys_view(t, cached, values, v) : -1;
+}
+
+int pyobj_attrs(const struct target *t, uint64_t obj, const char *const *names,
+		uint64_t *vals, int n)
+{
+	struct dview v;
+
+	memset(vals, 0, n * sizeof(*vals));
+	if (!pyobj_usable(t) || !obj || attr_view(t, obj, &v))
+		return -1;
+	return view_find(t, &v, names, vals, n);
+}
+
+int pyobj_type_name(const struct target *t, uint64_t obj, char *out, size_t outsz)
+{
+	uint64_t type, name;
+	size_t n = outsz - 1 < 63 ? outsz - 1 : 63, i;
+
+	out[0] = 0;
+	if (!pyobj_usable(t) || rd64(t, obj + 8, &type) ||
+	    rd64(t, type + lay(t)->tp_name, &name))
+		return -1;
+	/* a C string near the end of a page: read less */
+	if (remote_read(t->pid, name, out, n) &&
+	    remote_read(t->pid, name, out, n = n < 8 ? n : 8))
+		return -1;
+	out[n] = 0;
+	/* printable ASCII only: the name is printed and may be anything */
+	for (i = 0; out[i]; i++)
+		if ((unsigned char)out[i] < 0x20 || (unsigned char)out[i] >= 0x7f)
+			out[i] = '?';
+	return out[0] ? 0 : -1;
+}
+
+/* Python's repr of a str: quotes, escapes, cut after REPR_STR characters. */
+static void repr_text(const char *s, size_t n, const char *prefix, char *out, size_t outsz)
+{
+	char q = memchr(s, '\'', n) && !memchr(s, '"', n) ? '"' : '\'';
+	size_t w = 0, i, shown = 0;
+
+	w += snprintf(out, outsz, "%s%c", prefix, q);
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		/* cut only before a whole character */
+		if ((c & 0xc0) != 0x80 && (shown++ >= REPR_STR || w + 16 >= outsz)) {
+			w += snprintf(out + w, outsz - w, "...");
+			break;
+		}
+		if (c == (unsigned char)q || c == '\\')
+			w += snprintf(out + w, outsz - w, "\\%c", c);
+		else if (c == '\n')
+			w += snprintf(out + w, outsz - w, "\\n");
+		else if (c == '\t')
+			w += snprintf(out + w, outsz - w, "\\t");
+		else if (c == '\r')
+			w += snprintf(out + w, outsz - w, "\\r");
+		else if (c < 0x20 || c == 0x7f || (c >= 0x80 && *prefix))
+			w += snprintf(out + w, outsz - w, "\\x%02x", c);
+		else
+			out[w++] = (char)c;
+	}
+	if (w + 2 <= outsz) {
+		out[w++] = q;
+		out[w] = 0;
+	}
+}
+
+static void repr_bytes(const struct target *t, uint64_t obj, char *out, size_t outsz)
+{
+	const struct pystr_layout *sl = &t->layout.str;
+	uint8_t hdr[64], data[REPR_STR + 1];
+	size_t off, n;
+
+	if (sl->bytes_data > sizeof(hdr) || remote_read(t->pid, obj, hdr, sl->bytes_data) ||
+	    pybytes_locate(sl, hdr, sl->bytes_data, SIZE_MAX / 2, &off, &n)) {
+		snprintf(out, outsz, "<bytes at 0x%" PRIx64 ">", obj);
+		return;
+	}
+	if (n > REPR_STR + 1)
+		n = REPR_STR + 1;	/* one more than shown: repr_text cuts with "..." */
+	if (n && remote_read(t->pid, obj + off, data, n))
+		n = 0;
+	repr_text((const char *)data, n, "b", out, outsz);
+}
+
+static void repr_float(const struct target *t, uint64_t obj, char *out, size_t outsz)
+{
+	double d;
+
+	if (remote_read(t->pid, obj + lay(t)->float_val, &d, sizeof(d)))
+		snprintf(out, outsz, "<float at 0x%" PRIx64 ">", obj);
+	else if (isnan(d))
+		snprintf(out, outsz, "nan");
+	else if (isinf(d))
+		snprintf(out, outsz, d < 0 ? "-inf" : "inf");
+	else {
+		/* the shortest of %.15g..%.17g that reads back the same, as repr() */
+		int prec;
+
+		for (prec = 15; prec < 17; prec++) {
+			snprintf(out, outsz, "%.*g", prec, d);
+			if (strtod(out, NULL) == d)
+				break;
+		}
+		snprintf(out, outsz, "%.*g", prec, d);
+		if (!strpbrk(out, ".e") && strlen(out) + 3 <= outsz)
+			strcat(out, ".0");
+	}
+}
+
+/* The length of a container; -1 if obj is not one we know. */
+static int64_t container_len(const struct target *t, uint64_t obj, const char *type)
+{
+	const struct pyobj_layout *o = lay(t);
+	uint16_t off;
+	int64_t n;
+
+	if (!strcmp(type, "list") || !strcmp(type, "tuple"))
+		off = o->var_size;
+	else if (!strcmp(type, "dict"))
+		off = o->dict_used;
+	else if (!strcmp(type, "set") || !strcmp(type, "frozenset"))
+		off = o->set_used;
+	else
+		return -1;
+	if (remote_read(t->pid, obj + off, &n, sizeof(n)) || n < 0)
+		return -1;
+	return n;
+}
+
+void pyobj_repr(const struct target *t, uint64_t obj, char *out, size_t outsz)
+{
+	char type[64], s[REPR_STR * 4 + 8];
+	int64_t v;
+
+	if (pyobj_type_name(t, obj, type, sizeof(type))) {
+		snprintf(out, outsz, "<unreadable at 0x%" PRIx64 ">", obj);
+		return;
+	}
+	if (!strcmp(type, "NoneType")) {
+		snprintf(out, outsz, "None");
+	} else if (!strcmp(type, "bool") && !pyobj_long(t, obj, &v)) {
+		snprintf(out, outsz, v ? "True" : "False");
+	} else if (!strcmp(type, "int") && !pyobj_long(t, obj, &v)) {
+		snprintf(out, outsz, "%" PRId64, v);
+	} else if (!strcmp(type, "float")) {
+		repr_float(t, obj, out, outsz);
+	} else if (!strcmp(type, "str") && !pyobj_str(t, obj, s, sizeof(s))) {
+		repr_text(s, strlen(s), "", out, outsz);
+	} else if (!strcmp(type, "bytes")) {
+		repr_bytes(t, obj, out, outsz);
+	} else if ((v = container_len(t, obj, type)) >= 0) {
+		snprintf(out, outsz, "<%s, len %" PRId64 ">", type, v);
+	} else {
+		snprintf(out, outsz, "<%s at 0x%" PRIx64 ">", type, obj);
+	}
+}
