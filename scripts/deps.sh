@@ -10,7 +10,9 @@ pkgs=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcmocka-dev
       protobuf-compiler chromium
       # top (ncurses, tested in tmux), Pyroscope pushes (libcurl),
       # the man page (man -l, groff)
-      libncurses-dev libcurl4-openssl-dev tmux man-db groff-base)
+      libncurses-dev libcurl4-openssl-dev tmux man-db groff-base
+      # make bench's real application: a Django site under gunicorn
+      python3-django gunicorn)
 
 missing=()
 for p in "${pkgs[@]}"; do
