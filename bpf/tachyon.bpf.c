@@ -665,47 +665,63 @@ __noinline int code_info(struct scratch *s, struct code_seen *seen, __u64 code, 
  * The fingerprint of `code` from the last walk, if the generation allows.
  * Two samples of an application share the bottom of their stacks, not the
  * top: the leaf side differs in depth and path from sample to sample (a
- * Django request: ~40 frames, ~300 distinct stacks in 4 s). A frame keeps
- * its address on the frame stack while it lives, so the search looks for
- * this frame's address in the last walk, from where the last match ended,
- * skipping the frames that have returned since (up to MEMO_SCAN), and
- * takes the fingerprint if that frame ran the same code object. With
- * "the same code object at the next few positions" instead, every frame
- * below a leaf side deeper by more than a few frames missed: 60 % hits on
- * a Django request, where this finds nearly all. Returns 1 with *fp set
- * on a hit. Global, checked once.
+ * Django request: ~40-50 frames, hundreds of distinct stacks in seconds).
+ * A frame keeps its address on the frame stack while it lives, and a
+ * walk's frames come in falling address order (a caller sits below its
+ * callee), so the search looks for this frame's address in the last walk:
+ * first at the entry after the last match (the common case), then by
+ * bisection of the rest, and takes the fingerprint if that frame ran the
+ * same code object. A frame off the frame stack (a generator's) breaks the
+ * order and may be missed: its code object is read. The first probe also
+ * takes the same code object at another address (a caller moved by a leaf
+ * side of another depth). Looking only for the same code object in the
+ * next 4 positions found 51 % of callers on a Django request under
+ * gunicorn (now 81 %), 66 % on a 40-deep chain under a leaf side of 0-24
+ * frames (now 76 %). Returns 1 with seen->fp set on a hit. Global, checked
+ * once.
  */
-#define MEMO_SCAN 16
+#define MEMO_PROBES 9	/* the next entry, then log2(MEMO) + 1 halvings */
 
 __noinline int memo_find(struct scratch *s, struct memo_cursor *mc, struct code_seen *seen,
 			 __u64 frame, __u64 code)
 {
+	__u32 prev, lo, hi, mid, t;
 	struct memo_set *ms;
-	__u32 prev, n, j, t;
 	struct memo *m;
 
 	if (!s || !mc || !seen || !mc->ok)
 		return 0;
 	ms = &s->memo[mc->set & (MEMO_SETS - 1)];
 	prev = (mc->cur ^ 1) & 1;
-	n = ms->n[prev];
-	j = mc->j;
-	for (t = 0; t < MEMO_SCAN; t++, j++) {
-		if (j >= n)
+	lo = mc->j;
+	hi = ms->n[prev];
+	for (t = 0; t < MEMO_PROBES; t++) {
+		if (lo >= hi || hi > MEMO)
 			return 0;
-		m = &ms->m[prev][j & (MEMO - 1)];
-		if (m->frame != frame)
+		mid = t ? lo + (hi - lo) / 2 : lo;
+		m = &ms->m[prev][mid & (MEMO - 1)];
+		if (!t && m->code == code && m->frame != frame)
+			break;	/* the same caller, moved: a leaf side of another depth */
+		if (m->frame > frame) {
+			lo = mid + 1;	/* returned from since: look below */
 			continue;
-		mc->j = j + 1;	/* aligned, whatever code it ran then */
-		if (m->code != code)
-			return 0;
-		seen->addr = code;
-		seen->fp = m->fp;
-		seen->words = 0;
-		mc->hits++;
-		return 1;
+		}
+		if (m->frame < frame) {
+			hi = mid;
+			continue;
+		}
+		break;
 	}
-	return 0;
+	if (t == MEMO_PROBES)
+		return 0;
+	mc->j = mid + 1;	/* aligned, whatever code it ran then */
+	if (m->code != code)
+		return 0;
+	seen->addr = code;
+	seen->fp = m->fp;
+	seen->words = 0;
+	mc->hits++;
+	return 1;
 }
 
 /* Remember a recorded frame's code object. Global: the verifier checks the

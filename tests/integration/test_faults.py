@@ -419,6 +419,43 @@ def test_fingerprint_memo(python):
 
 
 @timeout(90)
+def test_fingerprint_memo_varying_leaf(python):
+    """An application's samples share the bottom of their stacks, not the
+    top: a 40-deep chain under a leaf side whose depth changes every
+    millisecond (0 to 24 more distinct functions, chain.py's VARY). Every
+    chain frame is still the right function, and on 3.12/3.13 most callers'
+    fingerprints come from the previous walk: the memo finds a caller by its
+    frame address, whatever the leaf side did (76 %; looking only a few
+    positions ahead in walk order, it found 66 %)."""
+    ver = python.version()
+    if ver not in ("3.12", "3.13") or "/" in python.spec:
+        return      # no code counter: every code object is read (above)
+    what = "fingerprint memo under a varying leaf"
+    w = start_workload(python, "chain.py", 40, 0, 30, 24)
+    try:
+        res = run_profiler(w.pid, ["-F", 999, "-d", 2, "--full-filenames"],
+                           timeout=30, stats=True)
+    finally:
+        w.stop()
+    st = _sound(res, what)
+    stacks = res.stacks()
+    bad = []
+    for s in stacks:
+        names = s.names
+        if "f40" not in names:
+            continue
+        chain = [f.name for f in s.frames[names.index("f40"):] if f.name.startswith("f")]
+        if chain != ["f%d" % k for k in range(40, 0, -1)]:
+            bad.append(";".join(chain))
+    check(not bad, "%s: %d stacks with a wrong chain: %s" % (what, len(bad), bad[:2]))
+    n = sum(s.count for s in stacks if "w0" in s.names)
+    check(n >= 30, "%s: only %d samples in the leaf side" % (what, n))
+    memo, frames = st["bpf_code_memo"], st["bpf_frames"]
+    check(memo >= 0.7 * frames, "%s: only %d of %d frames' fingerprints from the memo"
+          % (what, memo, frames))
+
+
+@timeout(90)
 def test_subinterpreter_chain(python):
     """The same chain run in a subinterpreter (subinterp.py; the profiler
     attaches once it exists, so the main interpreter is not the list's
