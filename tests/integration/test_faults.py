@@ -376,17 +376,23 @@ def _chain_errors(stacks, depth):
     return n, full, bad
 
 
-def _profile_chain(python, workload, every, what):
-    """Profile a 40-deep chain.py (or a wrapper of it) for 2 s: sound, and
-    every chain frame the right function, file and line. Returns (callers'
-    fingerprints taken from the memo, those read)."""
-    w = start_workload(python, workload, 40, every, 30)
+def _run_chain(python, workload, what, *args):
+    """Profile a 40-deep chain.py (or a wrapper of it) started with `args`
+    after the depth, for 2 s at 999 Hz. Returns (result, its --stats), sound."""
+    w = start_workload(python, workload, 40, *args)
     try:
         res = run_profiler(w.pid, ["-F", 999, "-d", 2, "--full-filenames"],
                            timeout=30, stats=True)
     finally:
         w.stop()
-    st = _sound(res, what)
+    return res, _sound(res, what)
+
+
+def _profile_chain(python, workload, every, what):
+    """Profile a 40-deep chain.py (or a wrapper of it) for 2 s: sound, and
+    every chain frame the right function, file and line. Returns (callers'
+    fingerprints taken from the memo, those read)."""
+    res, st = _run_chain(python, workload, what, every, 30)
     n, full, bad = _chain_errors(res.stacks(), 40)
     check(n >= 500, "%s: only %d samples of the chain [top: %s]"
           % (what, n, fmt_stacks(res.stacks(), 3)))
@@ -431,13 +437,7 @@ def test_fingerprint_memo_varying_leaf(python):
     if ver not in ("3.12", "3.13") or "/" in python.spec:
         return      # no code counter: every code object is read (above)
     what = "fingerprint memo under a varying leaf"
-    w = start_workload(python, "chain.py", 40, 0, 30, 24)
-    try:
-        res = run_profiler(w.pid, ["-F", 999, "-d", 2, "--full-filenames"],
-                           timeout=30, stats=True)
-    finally:
-        w.stop()
-    st = _sound(res, what)
+    res, st = _run_chain(python, "chain.py", what, 0, 30, 24)
     stacks = res.stacks()
     bad = []
     for s in stacks:
