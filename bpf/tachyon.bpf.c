@@ -174,9 +174,27 @@ struct recent {
 #define MEMO 128
 
 struct memo {
+	__u64 frame;
 	__u64 code;
 	__u32 fp;
 	__u32 pad;
+};
+
+/*
+ * One memo per process parity: the workers of a pre-fork server (gunicorn,
+ * uwsgi) take turns on a CPU, and with one memo each walk found the other
+ * process's and read every code object again.
+ */
+#define MEMO_SETS 2
+
+struct memo_set {
+	__u32 n[2];		/* entries of each buffer */
+	__u32 cur;		/* the buffer the last walk wrote */
+	__u32 pid;		/* ... in this process */
+	__u32 inc;		/* ... image (tb_walk.incarnation) */
+	__u32 pad;
+	__u64 gen;		/* ... at this code generation; 0 = none */
+	struct memo m[2][MEMO];
 };
 
 struct scratch {
@@ -188,15 +206,9 @@ struct scratch {
 	struct tb_walk walk;
 	__u64 last_tstate;	/* of last_id: skips a hash lookup while a thread runs */
 	__u64 last_id;		/* pid << 32 | tid it belongs to */
-	__u32 memo_n[2];	/* entries of each memo buffer */
-	__u32 memo_cur;		/* the buffer the last walk wrote */
-	__u32 memo_pid;		/* ... in this process */
-	__u32 memo_inc;		/* ... image (tb_walk.incarnation) */
-	__u32 pad;
-	__u64 memo_gen;		/* ... at this code generation; 0 = none */
 	__u8 buf[TB_READ_MAX + 8] __attribute__((aligned(8)));
 	struct recent recent[RECENT];
-	struct memo memo[2][MEMO];
+	struct memo_set memo[MEMO_SETS];
 	__u8 win[WIN + TB_READ_MAX + 8] __attribute__((aligned(8)));
 	struct tb_stack stack;
 };
@@ -230,6 +242,8 @@ struct memo_cursor {
 	__u32 ok;		/* the other one may be used */
 	__u32 j;		/* where in it the next frame is looked for */
 	__u32 hits;		/* fingerprints taken from it (counted once per walk) */
+	__u32 set;		/* the memo set of this process */
+	__u32 pad;
 };
 
 struct walk_ctx {
@@ -636,51 +650,82 @@ __noinline int code_info(struct scratch *s, struct code_seen *seen, __u64 code, 
 
 /*
  * The fingerprint of `code` from the last walk, if the generation allows.
- * Callers keep their order from walk to walk, so the search starts where
- * the last hit ended and looks a few entries ahead (frames returned from
- * since). Returns 1 with *fp set on a hit. Global, checked once.
+ * Two samples of an application share the bottom of their stacks, not the
+ * top: the leaf side differs in depth and path from sample to sample (a
+ * Django request: ~40-50 frames, hundreds of distinct stacks in seconds).
+ * A frame keeps its address on the frame stack while it lives, and a
+ * walk's frames come in falling address order (a caller sits below its
+ * callee), so the search looks for this frame's address in the last walk:
+ * first at the entry after the last match (the common case), then by
+ * bisection of the rest, and takes the fingerprint if that frame ran the
+ * same code object. A frame off the frame stack (a generator's) breaks the
+ * order and may be missed: its code object is read. The first probe also
+ * takes the same code object at another address (a caller moved by a leaf
+ * side of another depth). Looking only for the same code object in the
+ * next 4 positions found 51 % of callers on a Django request under
+ * gunicorn (now 81 %), 66 % on a 40-deep chain under a leaf side of 0-24
+ * frames (now 76 %). Returns 1 with seen->fp set on a hit. Global, checked
+ * once.
  */
-#define MEMO_AHEAD 4
+#define MEMO_PROBES 9	/* the next entry, then log2(MEMO) + 1 halvings */
 
 __noinline int memo_find(struct scratch *s, struct memo_cursor *mc, struct code_seen *seen,
-			 __u64 code)
+			 __u64 frame, __u64 code)
 {
-	__u32 prev, n, j, t;
+	__u32 prev, lo, hi, mid, t;
+	struct memo_set *ms;
 	struct memo *m;
 
 	if (!s || !mc || !seen || !mc->ok)
 		return 0;
+	ms = &s->memo[mc->set & (MEMO_SETS - 1)];
 	prev = (mc->cur ^ 1) & 1;
-	n = s->memo_n[prev];
-	j = mc->j;
-	for (t = 0; t < MEMO_AHEAD; t++, j++) {
-		if (j >= n)
+	lo = mc->j;
+	hi = ms->n[prev];
+	for (t = 0; t < MEMO_PROBES; t++) {
+		if (lo >= hi || hi > MEMO)
 			return 0;
-		m = &s->memo[prev][j & (MEMO - 1)];
-		if (m->code == code) {
-			seen->addr = code;
-			seen->fp = m->fp;
-			seen->words = 0;
-			mc->j = j + 1;
-			mc->hits++;
-			return 1;
+		mid = t ? lo + (hi - lo) / 2 : lo;
+		m = &ms->m[prev][mid & (MEMO - 1)];
+		if (!t && m->code == code && m->frame != frame)
+			break;	/* the same caller, moved: a leaf side of another depth */
+		if (m->frame > frame) {
+			lo = mid + 1;	/* returned from since: look below */
+			continue;
 		}
+		if (m->frame < frame) {
+			hi = mid;
+			continue;
+		}
+		break;
 	}
-	return 0;
+	if (t == MEMO_PROBES)
+		return 0;
+	mc->j = mid + 1;	/* aligned, whatever code it ran then */
+	if (m->code != code)
+		return 0;
+	seen->addr = code;
+	seen->fp = m->fp;
+	seen->words = 0;
+	mc->hits++;
+	return 1;
 }
 
 /* Remember a recorded frame's code object. Global: the verifier checks the
  * depth bound here once, instead of tracking depth through the walk. */
-__noinline int memo_put(struct scratch *s, struct memo_cursor *mc, __u32 depth, __u64 code,
-			__u32 fp)
+__noinline int memo_put(struct scratch *s, struct memo_cursor *mc, __u32 depth, __u64 frame,
+			struct code_seen *seen)
 {
 	struct memo *m;
 
-	if (!s || !mc || depth >= MEMO)
+	if (!s || !mc || !seen || depth >= MEMO)
 		return 0;
-	m = &s->memo[mc->cur & 1][depth & (MEMO - 1)];
-	m->code = code;
-	m->fp = fp;
+	/* Hide the bound from clang, which would drop the mask the verifier needs. */
+	asm volatile("" : "+r"(depth));
+	m = &s->memo[mc->set & (MEMO_SETS - 1)].m[mc->cur & 1][depth & (MEMO - 1)];
+	m->frame = frame;
+	m->code = seen->addr;
+	m->fp = seen->fp;
 	return 0;
 }
 
@@ -697,7 +742,7 @@ static __always_inline int record_frame(struct walk_ctx *c, __u64 frame, __u64 c
 	idx = (__s64)(instr - (code + L->co_adaptive)) >> 1;
 	check = code_checked(c, idx);
 	err = 0;
-	if (check || !c->m.ok || code == c->code.addr || !memo_find(s, &c->m, &c->code, code))
+	if (check || !c->m.ok || code == c->code.addr || !memo_find(s, &c->m, &c->code, frame, code))
 		err = code_info(s, &c->code, code, check);
 	if (idx < -1 || idx >= CODE_UNITS_MAX)
 		idx = -1;
@@ -712,7 +757,7 @@ static __always_inline int record_frame(struct walk_ctx *c, __u64 frame, __u64 c
 	fp = c->code.fp;
 
 	if (c->m.gen)
-		memo_put(s, &c->m, c->depth, code, fp);
+		memo_put(s, &c->m, c->depth, frame, &c->code);
 	out = &s->stack.frames[c->depth & (TB_MAX_DEPTH - 1)];
 	out->code = code;
 	out->instr = (__s32)idx;
@@ -801,13 +846,16 @@ static long walk_step(__u32 i, void *arg)
  */
 __noinline int memo_begin(struct scratch *s, struct memo_cursor *mc, __u32 pid, __u64 interp)
 {
+	struct memo_set *ms;
 	struct tb_walk *L;
 	__u64 gen = 0;
 
 	if (!s || !mc)
 		return 0;
 	L = &s->walk;
-	mc->cur = (s->memo_cur ^ 1) & 1;
+	mc->set = pid & (MEMO_SETS - 1);
+	ms = &s->memo[mc->set];
+	mc->cur = (ms->cur ^ 1) & 1;
 	mc->j = 0;
 	mc->hits = 0;
 	if (L->code_gen_addr &&
@@ -821,22 +869,21 @@ __noinline int memo_begin(struct scratch *s, struct memo_cursor *mc, __u32 pid, 
 	if (L->main_interp && interp != L->main_interp)
 		gen = 0;
 	mc->gen = gen;
-	mc->ok = gen && gen == s->memo_gen && pid == s->memo_pid &&
-		 L->incarnation == s->memo_inc;
+	mc->ok = gen && gen == ms->gen && pid == ms->pid && L->incarnation == ms->inc;
 	return 0;
 }
 
 static __always_inline void memo_end(struct walk_ctx *c, __u32 pid)
 {
-	struct scratch *s = c->s;
+	struct memo_set *ms = &c->s->memo[c->m.set & (MEMO_SETS - 1)];
 
 	c->cnt[TB_C_CODE_MEMO] += c->m.hits;
 	c->cnt[TB_C_FRAMES] += c->depth;
-	s->memo_cur = c->m.cur;
-	s->memo_n[c->m.cur & 1] = !c->m.gen ? 0 : c->depth < MEMO ? c->depth : MEMO;
-	s->memo_gen = c->m.gen;
-	s->memo_pid = pid;
-	s->memo_inc = s->walk.incarnation;
+	ms->cur = c->m.cur;
+	ms->n[c->m.cur & 1] = !c->m.gen ? 0 : c->depth < MEMO ? c->depth : MEMO;
+	ms->gen = c->m.gen;
+	ms->pid = pid;
+	ms->inc = c->s->walk.incarnation;
 }
 
 /*

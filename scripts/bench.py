@@ -19,7 +19,12 @@ to bench.json, so runs can be compared.
     tick, per-thread and per-CPU events and austin, side by side
     (scripts/bench-cost.py; TB_BENCH_COST=0 skips);
   - memory over a long --all-python run with process, thread and code churn
-    (scripts/bench-memory.py; TB_BENCH_SOAK_S seconds, default 600, 0 skips).
+    (scripts/bench-memory.py; TB_BENCH_SOAK_S seconds, default 600, 0 skips);
+  - BPF cost per sample on a real application: a Django 3.2 site under
+    gunicorn (scripts/bench-app/, Debian's python3-django and gunicorn), two
+    forked sync workers profiled with -p MASTER -s while HTTP clients load
+    them, for every interpreter that can run it: ~40-50 frames, hundreds of
+    distinct stacks, the caches cold between samples.
 
 Figures, not pass/fail: these machines are shared and noisy.
 """
@@ -42,6 +47,8 @@ DEPTHS = (10, 30, 100)
 TARGET_NS = {30: 2000, 100: 5000}
 SAFE_HZ = 20000     # TB_SAFE_CLOCK_HZ: above it the profiler wants --unsafe-rate
 FAULTS = os.path.join(REPO, "tests", "workloads", "faults.py")
+APP_DIR = os.path.join(REPO, "scripts", "bench-app")
+DIST_PACKAGES = "/usr/lib/python3/dist-packages"    # Debian's python3-django, gunicorn
 
 # Call down a chain of distinct functions (one code object per level, as a
 # real stack has, so no per-walk cache can make a deep stack look cheap),
@@ -286,6 +293,112 @@ def userspace_cost(py, script, hz):
             "rss_peak_kb": s2.get("rss_peak_kb", 0)}
 
 
+# HTTP clients for the application: a mix of pages, so the workers' stacks
+# vary the way a real site's do.
+CLIENT = r'''
+import sys, urllib.request
+base, i = sys.argv[1], 0
+paths = ["/", "/page/20", "/page/150", "/api/40", "/page/5", "/api/300"]
+while True:
+    i += 1
+    try:
+        urllib.request.urlopen(base + paths[i % len(paths)], timeout=10).read()
+    except OSError:
+        pass
+'''
+
+
+def app_env(py):
+    """PYTHONPATH for Debian's Django and gunicorn under `py`, or None if
+    they are not installed or `py` cannot import them."""
+    ver = subprocess.run([py, "-c", "import sys; print(sys.version_info[1])"],
+                         capture_output=True, text=True).stdout.strip()
+    path = [DIST_PACKAGES]
+    if ver.isdigit() and int(ver) >= 13:
+        path.insert(0, os.path.join(APP_DIR, "compat"))   # cgi, removed in 3.13
+    env = dict(os.environ, PYTHONPATH=":".join(path))
+    ok = subprocess.run([py, "-c", "import django, gunicorn"], env=env,
+                        capture_output=True).returncode == 0
+    return env if ok else None
+
+
+def free_port():
+    import socket
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        return so.getsockname()[1]
+
+
+def app_server(py, env, workers=2):
+    """gunicorn with `workers` forked sync workers; returns (master, url)."""
+    import urllib.request
+    url = "http://127.0.0.1:%d" % free_port()
+    p = subprocess.Popen([py, "-m", "gunicorn", "--chdir", APP_DIR, "-w", str(workers),
+                          "-b", url[7:], "--log-level", "warning", "app:application"],
+                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        try:
+            urllib.request.urlopen(url + "/page/1", timeout=5).read()
+            return p, url
+        except OSError:
+            if p.poll() is not None:
+                break
+            time.sleep(0.1)
+    p.kill()
+    p.wait()
+    raise SystemExit("bench: the Django application did not start under " + py)
+
+
+def app_cost(py, env, hz, seconds, clients=2):
+    """The BPF cost per sample of the application's forked workers, loaded
+    by `clients` HTTP clients (they share the CPUs, as real clients would
+    not: the figure is per sample, not per second)."""
+    master, url = app_server(py, env)
+    cl = [subprocess.Popen([sys.executable, "-c", CLIENT, url]) for _ in range(clients)]
+    try:
+        time.sleep(1.0)                 # every worker has served requests
+        stats, _ = profile(master.pid, hz, seconds, extra=("-s",))
+    finally:
+        stop(cl + [master])
+    ev = max(stats["events"], 1)
+    frames = stats["bpf_frames"] / ev
+    return {"hz": hz, "samples": stats["collected"], "frames": frames,
+            "stacks": stats["stacks"], "stacks_per_s": stats["stacks"] / stats["duration_s"],
+            "memo_pct": 100.0 * stats["bpf_code_memo"] / max(stats["bpf_frames"], 1),
+            "ns_per_sample_self": stats["bpf_ns_per_sample"],
+            # every run of the program over the samples: an upper bound
+            # (the runs on the clients' and master's events are counted too)
+            "ns_per_sample_kernel": stats["bpf_ns_per_run"] * stats["bpf_runs"] / ev,
+            "partial": stats["partial"], "target_ns": 2000.0 * frames / 30}
+
+
+def app_table(out):
+    print("\nBPF ns per sample on a Django 3.2 site under gunicorn: 2 forked sync workers,"
+          " -p MASTER -s,\n2 HTTP clients; self-timed (kernel run-time stats over the"
+          " samples*); target <= 2000 at depth 30, scaled by depth")
+    print("%-14s %6s %7s %9s %8s %6s %9s %10s %8s" % ("python", "Hz", "frames", "stacks/s",
+                                                    "samples", "memo", "BPF ns", "(kernel*)",
+                                                    "target"))
+    out["app"] = []
+    for vname, vpy in interpreters():
+        env = app_env(vpy)
+        if env is None:
+            print("%-14s cannot import Django and gunicorn from %s (scripts/deps.sh installs"
+                  " python3-django and gunicorn)" % (vname, DIST_PACKAGES))
+            continue
+        for hz, secs in ((999, 3), (99, 5)):
+            r = app_cost(vpy, env, hz, secs)
+            r["python"] = vname
+            out["app"].append(r)
+            mark = "!" if r["ns_per_sample_self"] > r["target_ns"] else ""
+            print("%-14s %6d %7.1f %9.0f %8d %5.0f%% %8.0f%-1s (%8.0f) %8.0f" % (
+                vname, hz, r["frames"], r["stacks_per_s"], r["samples"], r["memo_pct"],
+                r["ns_per_sample_self"], mark, r["ns_per_sample_kernel"], r["target_ns"]),
+                flush=True)
+    print("  ! above the target; * includes the program's runs on other processes' events;"
+          " memo: callers' fingerprints\n  taken from the previous walk rather than read")
+
+
 def whole_cost(py):
     with tempfile.NamedTemporaryFile(suffix=".json") as j:
         subprocess.run([sys.executable, os.path.join(REPO, "scripts", "bench-cost.py"),
@@ -303,6 +416,9 @@ def soak(seconds):
 def main():
     if os.geteuid() != 0:
         raise SystemExit("tachyon-bpf: bench: needs root (run: sudo make bench)")
+    if sys.argv[1:] == ["app"]:         # the real-application table alone
+        app_table({})
+        return
     name, py = default_python()
     out = {"machine": {"kernel": os.uname().release, "cpus": os.cpu_count()}, "python": name}
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
@@ -377,6 +493,8 @@ def main():
                 r["lost_pct"], r["dropped_pct"], r["bpf_ns_per_run"],
                 r["profiler_us_per_sample"], r["rss_peak_kb"] / 1024))
         print("  target: >= 100000 samples/s in total, < 0.1 % lost; * profiler userspace CPU")
+
+        app_table(out)
 
         if SOAK_S > 0:
             print("\nmemory: %d s of --all-python over process, thread and code churn"

@@ -14,7 +14,9 @@ pkgs=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcmocka-dev
       # the man page (man -l, groff)
       libncurses-dev libcurl4-openssl-dev tmux man-db groff-base
       # Debian unstable's real 3.13.x/3.14/3.15 for the tests (scripts/real-pythons.sh)
-      patchelf)
+      patchelf
+      # make bench's real application: a Django site under gunicorn
+      python3-django gunicorn)
 
 missing=()
 for p in "${pkgs[@]}"; do
