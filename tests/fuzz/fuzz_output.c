@@ -144,7 +144,7 @@ static void build(struct fz *f, struct built *b)
 	b->r = (struct resolved){
 		.samples = b->s, .nsamples = ns, .frames = b->frp, .nframes = nf,
 		.procs = b->p, .nprocs = np, .total = total, .event = b->event,
-		.freq = fz_u32(f), .start_unix = (double)fz_u32(f),
+		.rate = fz_u32(f), .start_unix = (double)fz_u32(f),
 		.duration_s = fz_u16(f) / 10.0,
 	};
 }

@@ -60,7 +60,7 @@ static struct resolved fixture(void)
 	struct resolved r = {
 		.samples = fx_samples, .nsamples = 5, .frames = fx_ptrs, .nframes = NFR,
 		.procs = fx_procs, .nprocs = 2, .total = 15, .event = "cpu-clock",
-		.freq = 1000, .start_unix = 1700000000.0, .duration_s = 2.0,
+		.rate = 1000, .start_unix = 1700000000.0, .duration_s = 2.0,
 	};
 	int i;
 
@@ -719,7 +719,7 @@ static void test_pprof_wall(void **state)
 
 	(void)state;
 	r.event = "wall";
-	r.freq = 99;
+	r.rate = 99;
 	decode_writer(&r, &d);
 	assert_string_equal(dstr(&d, d.sample_type[1][0]), "wall");
 	assert_string_equal(dstr(&d, d.period_type[0]), "wall");
@@ -755,7 +755,7 @@ static void test_summary_top(void **state)
 	static struct rsample smp[40];
 	static char names[40][16];
 	struct resolved r = { .samples = smp, .nsamples = 40, .frames = ptrs, .nframes = 40,
-			      .total = 40, .event = "cpu-clock", .freq = 99 };
+			      .total = 40, .event = "cpu-clock", .rate = 99 };
 	char *s;
 	int i;
 
@@ -823,7 +823,7 @@ static void test_epipe(void **state)
 
 static void test_empty_profile(void **state)
 {
-	struct resolved r = { .event = "cpu-clock", .freq = 99 };
+	struct resolved r = { .event = "cpu-clock", .rate = 99 };
 	struct dec_profile d;
 	char *s;
 
@@ -887,7 +887,7 @@ static void test_big_profile(void **state)
 	struct rframe **stk = calloc((size_t)BIG_STACKS * BIG_DEPTH, sizeof(*stk));
 	struct rsample *smp = calloc(BIG_STACKS, sizeof(*smp));
 	struct resolved r = { .samples = smp, .nsamples = BIG_STACKS, .frames = ptrs,
-			      .nframes = BIG_FRAMES, .event = "cpu-clock", .freq = 999,
+			      .nframes = BIG_FRAMES, .event = "cpu-clock", .rate = 999,
 			      .duration_s = 10 };
 	static char names[BIG_FRAMES][16];
 	uint32_t seed = 12345;
