@@ -443,7 +443,6 @@ int layout_too_old(uint32_t version)
 
 void layout_explain(const char *name, uint32_t version, int err, char *buf, size_t len)
 {
-
 	if (err == LAYOUT_PRERELEASE)
 		snprintf(buf, len, "Python %s is a pre-release, whose layout changes between builds (use --force-version to try the nearest known layout)",
 			 name);
