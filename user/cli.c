@@ -142,6 +142,7 @@ static const char top_usage[] =
 "  -m, --mode MODE          cpu (default), wall or gil, as without top\n"
 "  -c, -e, --no-fallback, --unsafe-rate, --threads, --gc, --kernel, --pids,\n"
 "  --full-filenames, --force-version, --stats FILE, --summary, -v: as without top\n"
+"  -r/--rate, -i/--idle, -g/--gil, --nonblocking: py-spy's names, as without top\n"
 "\n"
 "Examples:\n"
 "  sudo tachyon-bpf top -p 1234\n"
