@@ -161,6 +161,7 @@ static const char top_usage[] =
 "  -c, -e, --per-cpu, --no-fallback, --unsafe-rate, --threads, --gc, --kernel, --pids,\n"
 "  --full-filenames, --function, --nolineno, --force-version, --stats FILE,\n"
 "  --summary, -v: as without top\n"
+"  -r/--rate, -i/--idle, -g/--gil, --nonblocking: py-spy's names, as without top\n"
 "\n"
 "Examples:\n"
 "  sudo tachyon-bpf top -p 1234\n"

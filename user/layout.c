@@ -535,10 +535,14 @@ const char *layout_supported(void)
 	return buf;
 }
 
+int layout_too_old(uint32_t version)
+{
+	return PY_MAJOR(version) < 3 ||
+	       (PY_MAJOR(version) == 3 && PY_MINOR(version) < oldest_minor());
+}
+
 void layout_explain(const char *name, uint32_t version, int err, char *buf, size_t len)
 {
-	unsigned major = PY_MAJOR(version), minor = PY_MINOR(version);
-
 	if (err == LAYOUT_PRERELEASE)
 		snprintf(buf, len, "Python %s is a pre-release, whose layout changes between builds (use --force-version to try the nearest known layout)",
 			 name);
@@ -548,7 +552,7 @@ void layout_explain(const char *name, uint32_t version, int err, char *buf, size
 	else if (err != LAYOUT_UNSUPPORTED)
 		snprintf(buf, len, "Python %s: %s (tachyon-bpf reads %s; use --force-version to try the nearest known layout)",
 			 name, layout_strerror(err), layout_supported());
-	else if (major < 3 || (major == 3 && minor < oldest_minor()))
+	else if (layout_too_old(version))
 		snprintf(buf, len, "Python %s is too old: tachyon-bpf reads Python %s (run the program with one of those)",
 			 name, layout_supported());
 	else

@@ -112,6 +112,8 @@ uint32_t layout_debug_version(const void *buf, size_t len);
 const char *layout_strerror(int err);
 /* "3.11 to 3.15": the versions the built-in knowledge covers. */
 const char *layout_supported(void);
+/* 1 if version is older than any the tables cover. */
+int layout_too_old(uint32_t version);
 /* Why Python `name` (e.g. "3.9", "3.13.0t") cannot be read, given a
  * layout_* error: "<why> (<what to do>)", for a one-line message. */
 void layout_explain(const char *name, uint32_t version, int err, char *buf, size_t len);

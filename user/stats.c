@@ -110,9 +110,12 @@ void stats_explain_empty(const struct session *s, const char *refused)
 	else if (sum.collected)
 		tb_error("no samples: all %" PRIu64 " taken were lost or dropped (run with -v to see why)",
 			 sum.collected);
+	else if (s->stop == STOP_TARGETS_EXITED)
+		tb_error("no samples: the target%s exited before the first sample (profile it while it runs)",
+			 s->st.processes > 1 ? "s" : "");
 	else if (o->mode == TB_MODE_CPU)
-		tb_error("no samples: the target used no CPU in %.1f s: it was idle or waiting (to see where it waits, use -m wall)",
-			 s->st.seconds);
+		tb_error("no samples: the target%s used no CPU in %.1f s: idle or waiting (to see where it waits, use -m wall)",
+			 s->st.processes > 1 ? "s" : "", s->st.seconds);
 	else if (o->mode == TB_MODE_GIL)
 		tb_error("no samples: no profiled thread held the GIL on a CPU in %.1f s (to see where threads wait, use -m wall)",
 			 s->st.seconds);

@@ -286,20 +286,17 @@ static void read_cwd(struct target *t)
 /*
  * No runtime we can read, but an interpreter file named by its version
  * (python2.7, libpython3.6m.so): an interpreter from before _PyRuntime,
- * worth naming as such rather than "not a Python process".
+ * worth naming as such rather than "not a Python process". Only a version
+ * older than any we read: a newer one may still be loading its libpython
+ * (a process just exec'd), and is looked at again.
  */
 static int old_python(struct target *t, char *err, size_t errlen)
 {
 	uint32_t version = version_from_hint(t->loc.version_hint);
-	struct py_layout l;
-	int ret;
 
-	if (!version)
+	if (!version || !layout_too_old(version))
 		return TARGET_NOT_PYTHON;
-	ret = layout_from_version(version, 0, &l);
-	if (ret == LAYOUT_OK)
-		return TARGET_NOT_PYTHON;	/* a version we read: something else is wrong */
-	layout_explain(t->loc.version_hint, version, ret, err, errlen);
+	layout_explain(t->loc.version_hint, version, LAYOUT_UNSUPPORTED, err, errlen);
 	return TARGET_UNSUPPORTED;
 }
 

@@ -409,7 +409,8 @@ def test_format_summary(python):
     res, written, pid = _profile(python, ["--format", "summary"])
     text = res.out.decode("utf-8")
     lines = text.rstrip("\n").split("\n")
-    m = re.match(r"^# (\d+) samples in [\d.]+ s \(cpu-clock, %d Hz\); pid %d " % (FREQ, pid),
+    m = re.match(r"^# (\d+) samples in [\d.]+ s \(cpu mode, cpu-clock, -F %d\); pid %d "
+                 % (FREQ, pid),
                  lines[0])
     check(m, "summary header %r" % lines[0])
     check(int(m.group(1)) == written, "summary header says %s samples, --stats written %d"

@@ -56,8 +56,14 @@ static double pct(uint64_t n, uint64_t total)
 
 static void header(struct emit *e, const struct resolved *r)
 {
-	emit_printf(e, "# %" PRIu64 " samples in %.1f s (%s, %.6g Hz)",
-		    r->total, r->duration_s, r->event ? r->event : "samples", r->rate);
+	char what[128];
+
+	if (r->mode && r->rate_text)
+		resolved_what(r, what, sizeof(what));
+	else
+		snprintf(what, sizeof(what), "%s, %.6g Hz", r->event ? r->event : "samples",
+			 r->rate);
+	emit_printf(e, "# %" PRIu64 " samples in %.1f s (%s)", r->total, r->duration_s, what);
 	emit_procs(e, r, 0);
 	emit_str(e, "\n");
 	emit_printf(e, "%7s %7s %9s %9s  %s\n", "self%", "total%", "self", "total",
