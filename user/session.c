@@ -1118,6 +1118,9 @@ void session_run(struct session *s)
 	for (t = 0; t < s->ntargets; t++)
 		if (s->targets[t] && !s->targets[t]->exited)
 			seed_offcpu(s, s->targets[t], s->start_ns);
+	if (s->opt->mode == TB_MODE_WALL)
+		tb_debug("wall mode: %" PRIu64 " threads found blocked, walked in %.1f ms",
+			 s->st.offcpu_seeded, (sampler_now_ns() - s->start_ns) / 1e6);
 	check_stop(s, start);
 	while (!s->stop) {
 		n = epoll_wait(s->epfd, ev, 16,
