@@ -299,7 +299,8 @@ static int set_procs(struct resolved *r, const struct rproc *procs, uint32_t n)
 
 	if (!g)
 		return -1;
-	memcpy(g, procs, n * sizeof(*g));
+	if (n)	/* procs may be NULL: no process found yet (-s, -- CMD) */
+		memcpy(g, procs, n * sizeof(*g));
 	r->procs = g;
 	r->nprocs = n;
 	return 0;

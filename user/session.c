@@ -213,11 +213,6 @@ static void forget_threads(struct session *s, uint32_t target)
 }
 
 /*
- * Move a target's rows into the frozen profile: symbolized now, identical
- * rows merged. Its stacks and thread names are no longer needed; the BPF
- * side is told to send a stack's frames again the next time it sees it.
- */
-/*
  * Free the frames of these stacks (no sample uses them), except those a
  * thread still off CPU names (wall mode): its credit, at switch-in or at
  * the end, names the stack, and the BPF side sends no frames then. Those
@@ -264,6 +259,11 @@ static void release_limbo(struct session *s)
 	free(ids);
 }
 
+/*
+ * Move a target's rows into the frozen profile: symbolized now, identical
+ * rows merged. Its stacks and thread names are no longer needed; the BPF
+ * side is told to send a stack's frames again the next time it sees it.
+ */
 static void fold_target(struct session *s, struct target *t, int forget_each)
 {
 	struct resolve_opts ro;
@@ -1108,12 +1108,6 @@ static void handle(struct session *s, const struct epoll_event *ev)
 }
 
 /*
- * Sleep until the next thing due (`due`: the loop's own timers) or an
- * event: each wake-up costs two context switches, so the loop wakes only
- * when there is work (a few times a second when samples are counted in
- * the kernel).
- */
-/*
  * An interpreter just found may not have its GIL yet (a launched command
  * starting up): until the BPF side has its address, gil mode cannot judge
  * a sample (it keeps it). Look again at the discovery pace for a second
@@ -1124,6 +1118,12 @@ static int status_soon(const struct session *s, double now)
 	return s->status_pending && s->opt->mode == TB_MODE_GIL && now < s->status_fast_until;
 }
 
+/*
+ * Sleep until the next thing due (`due`: the loop's own timers) or an
+ * event: each wake-up costs two context switches, so the loop wakes only
+ * when there is work (a few times a second when samples are counted in
+ * the kernel).
+ */
 static int poll_timeout(const struct session *s, double start, double due)
 {
 	double now = mono_now(), left;
@@ -1240,6 +1240,9 @@ void session_run(struct session *s)
 	for (t = 0; t < s->ntargets; t++)
 		if (s->targets[t] && !s->targets[t]->exited)
 			seed_offcpu(s, s->targets[t], s->start_ns);
+	if (s->opt->mode == TB_MODE_WALL)
+		tb_debug("wall mode: %" PRIu64 " threads found blocked, walked in %.1f ms",
+			 s->st.offcpu_seeded, (sampler_now_ns() - s->start_ns) / 1e6);
 	check_stop(s, start);
 	while (!s->stop) {
 		n = epoll_wait(s->epfd, ev, 16,

@@ -50,7 +50,8 @@ def test_command_ended_after_duration(python):
     cmd = [python.path, os.path.join(WORKLOADS, "modes.py"), "nap", 60]
     res = _launch(["-d", 2, "-m", "wall"], cmd).expect_ok()
     _gone(_child_pid(res, "READY"), "still runs after the profiler exited", res)
-    check(res.elapsed < 5, "the profiler took %.1f s for -d 2" % res.elapsed)
+    # Far less than the command's 60 s (BPF loading is slow on a busy VM).
+    check(res.elapsed < 20, "the profiler took %.1f s for -d 2" % res.elapsed)
     check(common.total(res.stacks()) > 0, "empty profile %s" % res.where())
 
 
@@ -60,7 +61,7 @@ def test_command_ignoring_sigterm_killed():
     python = common.primary_python()
     res = _launch(["-d", 1], [python.path, "-c", IGNORE_TERM]).expect_ok()
     _gone(_child_pid(res, "PID"), "survived", res)
-    check(2.5 < res.elapsed < 6, "the profiler took %.1f s: want -d 1 + the 2 s grace"
+    check(3 <= res.elapsed < 20, "the profiler took %.1f s: want -d 1 + the 2 s grace"
           % res.elapsed)
     check(any("SIGKILL" in l for l in res.err_lines()), "no word of SIGKILL %s" % res.where())
 
