@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""The smoke subset that `make check-kernels` runs on each kernel.
+
+Runs inside the guest of scripts/check-kernels.sh (the host's files shared
+read-only, a tmpfs on /tmp) and on the host for the running kernel. Each check
+profiles a Python whose function names it knows and looks for them in the
+profile: the exit code alone proves nothing.
+
+usage: kernel-smoke.py TACHYON_BPF
+Prints `TB-KERNEL RELEASE` then one `TB-CHECK NAME ok|FAIL [why]` line per
+check; exits 1 if any check failed.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+PYENV = "/root/.pyenv/versions"
+# Short and distinctive names: found in a profile only if the walk worked.
+BUSY = """
+import sys, time
+def tb_smoke_leaf(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+def tb_smoke_busy():
+    while True:
+        tb_smoke_leaf(2000)
+def tb_smoke_sleeper():
+    while True:
+        time.sleep(0.05)
+print("ready", flush=True)
+{"busy": tb_smoke_busy, "sleep": tb_smoke_sleeper}[sys.argv[1]]()
+"""
+LATE = """
+import time
+def tb_smoke_late():
+    end = time.monotonic() + float(__import__("sys").argv[1])
+    while time.monotonic() < end:
+        sum(i for i in range(1000))
+tb_smoke_late()
+"""
+CHECK_TIMEOUT = 240	# TCG is slow: interpreters start in seconds
+
+
+def python(version):
+    """pyenv's interpreter for a major.minor (3.11 -> 3.11.7)."""
+    for name in sorted(os.listdir(PYENV)):
+        if name.startswith(version + "."):
+            return os.path.join(PYENV, name, "bin", "python" + version)
+    raise RuntimeError("no pyenv Python %s in %s" % (version, PYENV))
+
+
+class Target:
+    """A Python running BUSY in the given role, ready once it printed."""
+
+    def __init__(self, version, role):
+        self.proc = subprocess.Popen([python(version), "-c", BUSY, role],
+                                     stdout=subprocess.PIPE, text=True)
+        if self.proc.stdout.readline().strip() != "ready":
+            raise RuntimeError("Python %s did not start" % version)
+        self.pid = self.proc.pid
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def profile(tb, args, out):
+    """Run the profiler; its profile is in `out`. Raises with its stderr."""
+    r = subprocess.run([tb, "-o", out] + args, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True, timeout=CHECK_TIMEOUT)
+    if r.returncode != 0:
+        err = [l for l in r.stderr.splitlines() if l.startswith("tachyon-bpf:")]
+        raise RuntimeError("exit %d: %s" % (r.returncode, (err or ["?"])[-1]))
+    with open(out) as f:
+        return f.read()
+
+
+def stacks(collapsed):
+    """{stack: count} of a collapsed profile."""
+    res = {}
+    for line in collapsed.splitlines():
+        stack, _, n = line.rpartition(" ")
+        if stack:
+            res[stack] = res.get(stack, 0) + int(n)
+    return res
+
+
+def expect(st, frames, min_share=0.5):
+    """At least min_share of the samples in stacks holding frames in order."""
+    total = sum(st.values())
+    hit = sum(n for s, n in st.items() if in_order(s.split(";"), frames))
+    if total == 0:
+        raise RuntimeError("no samples")
+    if hit < min_share * total:
+        raise RuntimeError("%s in %d of %d samples" % ("<".join(frames), hit, total))
+
+
+def in_order(stack, frames):
+    """Each name of frames, as a frame name prefix, in this order (root first)."""
+    i = 0
+    for f in stack:
+        if i < len(frames) and f.startswith(frames[i]):
+            i += 1
+    return i == len(frames)
+
+
+def check_load(tb, tmp):
+    t = Target("3.13", "sleep")
+    try:
+        profile(tb, ["-d", "1", "-p", str(t.pid)], tmp + "/load.txt")
+    finally:
+        t.close()
+
+
+def check_cpu(version):
+    def run(tb, tmp):
+        t = Target(version, "busy")
+        try:
+            out = profile(tb, ["-d", "3", "-p", str(t.pid)], tmp + "/cpu.txt")
+        finally:
+            t.close()
+        expect(stacks(out), ["tb_smoke_busy", "tb_smoke_leaf"])
+    return run
+
+
+def check_all_python(tb, tmp):
+    """A process started after the profiler: found through its exec."""
+    out = tmp + "/all.txt"
+    prof = subprocess.Popen([tb, "--all-python", "-d", "8", "-o", out],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)	# sampling is on before this starts (load + attach)
+    late = subprocess.Popen([python("3.11"), "-c", LATE, "3"])
+    late.wait()
+    _, err = prof.communicate(timeout=CHECK_TIMEOUT)
+    if prof.returncode != 0:
+        raise RuntimeError("exit %d: %s" % (prof.returncode, err.strip().splitlines()[-1:]))
+    with open(out) as f:
+        st = stacks(f.read())
+    mine = {s: n for s, n in st.items() if "tb_smoke_late" in s}
+    if sum(mine.values()) < 10:
+        raise RuntimeError("%d samples of tb_smoke_late" % sum(mine.values()))
+
+
+def check_wall(tb, tmp):
+    """Off CPU in time.sleep most of the time: only wall mode sees it."""
+    t = Target("3.11", "sleep")
+    try:
+        out = profile(tb, ["--mode", "wall", "-d", "3", "-p", str(t.pid)], tmp + "/wall.txt")
+    finally:
+        t.close()
+    st = stacks(out)
+    expect(st, ["tb_smoke_sleeper"], 0.8)
+    # 3 s at 99 Hz: ~300 counts if off-CPU time is credited; on-CPU alone is a handful.
+    if sum(st.values()) < 150:
+        raise RuntimeError("%d counts in 3 s of wall time at 99 Hz" % sum(st.values()))
+
+
+def check_speedscope(tb, tmp):
+    t = Target("3.13", "busy")
+    try:
+        out = profile(tb, ["-f", "speedscope", "-d", "3", "-p", str(t.pid)], tmp + "/p.json")
+    finally:
+        t.close()
+    doc = json.loads(out)
+    names = [f["name"] for f in doc["shared"]["frames"]]
+    st = {}
+    for p in doc["profiles"]:
+        for sample, w in zip(p["samples"], p["weights"]):
+            key = ";".join(names[i] for i in sample)
+            st[key] = st.get(key, 0) + w
+    expect(st, ["tb_smoke_busy", "tb_smoke_leaf"])
+
+
+CHECKS = [
+    ("load", check_load),
+    ("cpu-3.11", check_cpu("3.11")),
+    ("cpu-3.13", check_cpu("3.13")),
+    ("all-python", check_all_python),
+    ("wall", check_wall),
+    ("speedscope", check_speedscope),
+]
+
+
+def main():
+    tb = os.path.abspath(sys.argv[1])
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+    print("TB-KERNEL", os.uname().release, flush=True)
+    failed = 0
+    for name, fn in CHECKS:
+        t0 = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="tb-smoke-") as tmp:
+            try:
+                fn(tb, tmp)
+                res = "ok"
+            except Exception as e:	# one line per check, whatever broke
+                res = "FAIL " + " ".join(str(e).split())
+                failed += 1
+        print("TB-CHECK %s %s (%.0f s)" % (name, res, time.monotonic() - t0), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
