@@ -32,6 +32,7 @@ enum {
 	OPT_PYROSCOPE,
 	OPT_APP,
 	OPT_PUSH_INTERVAL,
+	OPT_BTF,
 	OPT_END,
 };
 
@@ -87,6 +88,8 @@ static const char usage_text[] =
 "      --push-interval SEC  seconds between pushes (default 10)\n"
 "      --force-version      profile a pre-release or unknown Python version with\n"
 "                           the nearest known layout (stacks may be wrong)\n"
+"      --btf FILE           the kernel's BTF from FILE (e.g. BTFHub's) for a\n"
+"                           kernel without /sys/kernel/btf/vmlinux\n"
 "  -v, --verbose            say more on stderr (twice: libbpf debug output)\n"
 "  -h, --help               this help\n"
 "      --version            print the version\n"
@@ -127,7 +130,8 @@ static const char top_usage[] =
 "  -d, --duration SECONDS   quit after this long\n"
 "  -m, --mode MODE          cpu (default), wall or gil, as without top\n"
 "  -c, -e, --no-fallback, --unsafe-rate, --threads, --gc, --kernel, --pids,\n"
-"  --full-filenames, --force-version, --stats FILE, --summary, -v: as without top\n"
+"  --full-filenames, --force-version, --stats FILE, --summary, --btf FILE, -v:\n"
+"  as without top\n"
 "\n"
 "Examples:\n"
 "  sudo tachyon-bpf top -p 1234\n"
@@ -186,6 +190,7 @@ static const struct option longopts[] = {
 	{ "pyroscope", required_argument, NULL, OPT_PYROSCOPE },
 	{ "app", required_argument, NULL, OPT_APP },
 	{ "push-interval", required_argument, NULL, OPT_PUSH_INTERVAL },
+	{ "btf", required_argument, NULL, OPT_BTF },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -407,6 +412,9 @@ static int parse_app(const char *arg, struct options *o)
 static int parse_output_opt(int c, const char *arg, struct options *o)
 {
 	switch (c) {
+	case OPT_BTF:
+		o->btf_path = arg;
+		return 0;
 	case OPT_SUMMARY:
 		o->summary = 1;
 		return 0;

@@ -49,6 +49,7 @@ struct options {
 	const char *app;	/* --app NAME: the application name for Pyroscope */
 	double push_interval;	/* --push-interval, seconds */
 	unsigned layout_flags;
+	const char *btf_path;	/* --btf: the kernel's types from this file */
 };
 
 /* Fills o. Returns -1 to go on, else an exit code (0 after --help/--version). */

@@ -19,6 +19,7 @@
 #include "cli.h"
 #include "dump.h"
 #include "errors.h"
+#include "kfeatures.h"
 #include "safefile.h"
 #include "output.h"
 #include "progress.h"
@@ -70,15 +71,22 @@ static int check_privileges(void)
 	return -1;
 }
 
-static int check_btf(void)
+static int check_btf(const struct options *o)
 {
 	const char *path = getenv("TACHYON_BTF");
 
+	if (o->btf_path) {
+		if (!access(o->btf_path, R_OK))
+			return 0;
+		tb_error("--btf %s: %s (give the kernel's BTF file, e.g. from BTFHub)", o->btf_path,
+			 strerror(errno));
+		return -1;
+	}
 	if (!path)
 		path = "/sys/kernel/btf/vmlinux";
 	if (!access(path, R_OK))
 		return 0;
-	tb_error("kernel BTF: %s: %s (needs a kernel built with CONFIG_DEBUG_INFO_BTF=y, Linux >= 5.17)",
+	tb_error("kernel BTF: %s: %s (the kernel was built without CONFIG_DEBUG_INFO_BTF=y, or /sys is not mounted; the scheduler tracepoints need the kernel's own BTF)",
 		 path, strerror(errno));
 	return -1;
 }
@@ -249,7 +257,7 @@ int main(int argc, char **argv)
 		return ret;
 	if (o.command == CMD_DUMP)
 		return dump_main(&o);
-	if (check_privileges() || check_btf())
+	if (check_privileges() || check_btf(&o) || kfeatures_check(KF_REQUIRED, o.verbose))
 		return TB_EXIT_RUNTIME;
 	if (check_event(&o))
 		return TB_EXIT_RUNTIME;
