@@ -7,12 +7,14 @@ profiles a Python whose function names it knows and looks for them in the
 profile: the exit code alone proves nothing.
 
 usage: kernel-smoke.py TACHYON_BPF
-Prints `TB-KERNEL RELEASE` then one `TB-CHECK NAME ok|FAIL [why]` line per
-check; exits 1 if any check failed.
+Prints `TB-KERNEL RELEASE` then one `TB-CHECK NAME ok|FAIL why|refused what`
+line per check (refused: the profiler's one-line refusal of a kernel that
+lacks a feature, naming it); exits 1 if any check did not pass.
 """
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -70,13 +72,25 @@ class Target:
         self.proc.wait()
 
 
+class Refused(Exception):
+    """The profiler refused the kernel in its one line: what it lacks."""
+
+
+def failed(rc, stderr):
+    """The exception for a failed run: a refusal of the kernel, or else."""
+    err = [l for l in stderr.splitlines() if l.startswith("tachyon-bpf:")] or ["?"]
+    m = re.match(r"tachyon-bpf: kernel \S+: (.*) \(run on Linux", err[-1])
+    if rc == 1 and m:
+        return Refused(m.group(1))
+    return RuntimeError("exit %d: %s" % (rc, err[-1]))
+
+
 def profile(tb, args, out):
     """Run the profiler; its profile is in `out`. Raises with its stderr."""
     r = subprocess.run([tb, "-o", out] + args, stdout=subprocess.DEVNULL,
                        stderr=subprocess.PIPE, text=True, timeout=CHECK_TIMEOUT)
     if r.returncode != 0:
-        err = [l for l in r.stderr.splitlines() if l.startswith("tachyon-bpf:")]
-        raise RuntimeError("exit %d: %s" % (r.returncode, (err or ["?"])[-1]))
+        raise failed(r.returncode, r.stderr)
     with open(out) as f:
         return f.read()
 
@@ -139,7 +153,7 @@ def check_all_python(tb, tmp):
     late.wait()
     _, err = prof.communicate(timeout=CHECK_TIMEOUT)
     if prof.returncode != 0:
-        raise RuntimeError("exit %d: %s" % (prof.returncode, err.strip().splitlines()[-1:]))
+        raise failed(prof.returncode, err)
     with open(out) as f:
         st = stacks(f.read())
     mine = {s: n for s, n in st.items() if "tb_smoke_late" in s}
@@ -191,18 +205,21 @@ def main():
     tb = os.path.abspath(sys.argv[1])
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
     print("TB-KERNEL", os.uname().release, flush=True)
-    failed = 0
+    failed_checks = 0
     for name, fn in CHECKS:
         t0 = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="tb-smoke-") as tmp:
             try:
                 fn(tb, tmp)
                 res = "ok"
+            except Refused as e:
+                res = "refused " + str(e)
+                failed_checks += 1
             except Exception as e:	# one line per check, whatever broke
                 res = "FAIL " + " ".join(str(e).split())
-                failed += 1
+                failed_checks += 1
         print("TB-CHECK %s %s (%.0f s)" % (name, res, time.monotonic() - t0), flush=True)
-    return 1 if failed else 0
+    return 1 if failed_checks else 0
 
 
 if __name__ == "__main__":
