@@ -181,10 +181,10 @@ for k in "${kernels[@]}"; do
 	fi
 	echo "$out" | sed 's/^/  /' >&2
 	echo "$out" | grep -q '^TB-KERNEL' || out="TB-KERNEL $k"$'\n'"TB-CHECK boot FAIL no smoke output"
-	echo "$out" | awk -v k="$k" -v s=$(($(date +%s) - t0)) -v exp="${refusal[$k]:-}" '
+	echo "$out" | awk -v k="$k" -v s=$(($(date +%s) - t0)) -v want="${refusal[$k]:-}" '
 		/^TB-KERNEL/ { rel = $2 }
 		/^TB-CHECK/ { why = $0; sub(/^TB-CHECK [^ ]+ [^ ]+ ?/, "", why); st = $3
-			      if (st == "refused" && exp != "" && index(why, exp)) st = "refused*"
+			      if (st == "refused" && want != "" && index(why, want)) st = "refused*"
 			      printf "%s\t%s (%d s)\t%s\t%s\t%s\n", k, rel, s, $2, st, why }' >>"$results"
 done
 table <"$results"
