@@ -95,6 +95,15 @@ def profile(tb, args, out):
         return f.read()
 
 
+def profile_target(tb, version, role, args, out):
+    """Profile a fresh Target(version, role) with args; the profile's text."""
+    t = Target(version, role)
+    try:
+        return profile(tb, args + ["-p", str(t.pid)], out)
+    finally:
+        t.close()
+
+
 def stacks(collapsed):
     """{stack: count} of a collapsed profile."""
     res = {}
@@ -125,20 +134,12 @@ def in_order(stack, frames):
 
 
 def check_load(tb, tmp):
-    t = Target("3.13", "sleep")
-    try:
-        profile(tb, ["-d", "1", "-p", str(t.pid)], tmp + "/load.txt")
-    finally:
-        t.close()
+    profile_target(tb, "3.13", "sleep", ["-d", "1"], tmp + "/load.txt")
 
 
 def check_cpu(version):
     def run(tb, tmp):
-        t = Target(version, "busy")
-        try:
-            out = profile(tb, ["-d", "3", "-p", str(t.pid)], tmp + "/cpu.txt")
-        finally:
-            t.close()
+        out = profile_target(tb, version, "busy", ["-d", "3"], tmp + "/cpu.txt")
         expect(stacks(out), ["tb_smoke_busy", "tb_smoke_leaf"])
     return run
 
@@ -163,12 +164,8 @@ def check_all_python(tb, tmp):
 
 def check_wall(tb, tmp):
     """Off CPU in time.sleep most of the time: only wall mode sees it."""
-    t = Target("3.11", "sleep")
-    try:
-        out = profile(tb, ["--mode", "wall", "-d", "3", "-p", str(t.pid)], tmp + "/wall.txt")
-    finally:
-        t.close()
-    st = stacks(out)
+    st = stacks(profile_target(tb, "3.11", "sleep", ["--mode", "wall", "-d", "3"],
+                               tmp + "/wall.txt"))
     expect(st, ["tb_smoke_sleeper"], 0.8)
     # 3 s at 99 Hz: ~300 counts if off-CPU time is credited; on-CPU alone is a handful.
     if sum(st.values()) < 150:
@@ -176,12 +173,8 @@ def check_wall(tb, tmp):
 
 
 def check_speedscope(tb, tmp):
-    t = Target("3.13", "busy")
-    try:
-        out = profile(tb, ["-f", "speedscope", "-d", "3", "-p", str(t.pid)], tmp + "/p.json")
-    finally:
-        t.close()
-    doc = json.loads(out)
+    doc = json.loads(profile_target(tb, "3.13", "busy", ["-f", "speedscope", "-d", "3"],
+                                    tmp + "/p.json"))
     names = [f["name"] for f in doc["shared"]["frames"]]
     st = {}
     for p in doc["profiles"]:
