@@ -90,7 +90,7 @@ static bool run_stats(const struct feature *f)
 }
 
 /* tp_btf attaches by the kernel's own type ids: an external BTF cannot stand in. */
-#define BTF_BUILT " built with CONFIG_DEBUG_INFO_BTF=y"
+#define BTF_BUILT " built with CONFIG_DEBUG_INFO_BTF=y, /sys/kernel/btf/vmlinux readable"
 
 static const struct feature features[KF_NR] = {
 	[KF_BPF_LOOP] = { "bpf_loop", "5.17", NULL, helper, BPF_FUNC_loop, NULL },
