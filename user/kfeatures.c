@@ -5,12 +5,16 @@
  * kernel itself (a backport counts, a version number does not).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
-#include <bpf/btf.h>
+#include <linux/btf.h>
 #include <bpf/libbpf.h>
 #include "errors.h"
 #include "kfeatures.h"
@@ -34,6 +38,105 @@ static bool map_type(const struct feature *f)
 	return libbpf_probe_bpf_map_type(f->arg, NULL) == 1;
 }
 
+/* Bytes that follow a type's header in the type section; -1: unknown kind. */
+static long btf_extra(const struct btf_type *t)
+{
+	long vlen = BTF_INFO_VLEN(t->info);
+
+	switch (BTF_INFO_KIND(t->info)) {
+	case BTF_KIND_INT: case BTF_KIND_VAR: case BTF_KIND_DECL_TAG:
+		return 4;
+	case BTF_KIND_ARRAY:
+		return sizeof(struct btf_array);
+	case BTF_KIND_STRUCT: case BTF_KIND_UNION: case BTF_KIND_DATASEC: case BTF_KIND_ENUM64:
+		return vlen * 12;
+	case BTF_KIND_ENUM: case BTF_KIND_FUNC_PROTO:
+		return vlen * 8;
+	case BTF_KIND_PTR: case BTF_KIND_FWD: case BTF_KIND_TYPEDEF: case BTF_KIND_VOLATILE:
+	case BTF_KIND_CONST: case BTF_KIND_RESTRICT: case BTF_KIND_FUNC: case BTF_KIND_FLOAT:
+	case BTF_KIND_TYPE_TAG:
+		return 0;
+	}
+	return -1;
+}
+
+/* Id of the typedef `name` in the raw BTF of `n` bytes at `b`, or -1. */
+static int btf_typedef_id(const char *b, size_t n, const char *name)
+{
+	const struct btf_header *h = (const void *)b;
+	const char *types, *strs;
+	size_t p = 0;
+	long extra;
+	int id = 1;
+
+	if (n < sizeof(*h) || h->magic != BTF_MAGIC || h->hdr_len > n ||
+	    (size_t)h->hdr_len + h->type_off + h->type_len > n ||
+	    (size_t)h->hdr_len + h->str_off + h->str_len > n || !h->str_len)
+		return -1;
+	types = b + h->hdr_len + h->type_off;
+	strs = b + h->hdr_len + h->str_off;
+	if (strs[h->str_len - 1])
+		return -1;
+	while (p + sizeof(struct btf_type) <= h->type_len) {
+		const struct btf_type *t = (const void *)(types + p);
+
+		if (BTF_INFO_KIND(t->info) == BTF_KIND_TYPEDEF && t->name_off < h->str_len &&
+		    !strcmp(strs + t->name_off, name))
+			return id;
+		extra = btf_extra(t);
+		if (extra < 0)
+			return -1;
+		p += sizeof(*t) + (size_t)extra;
+		id++;
+	}
+	return -1;
+}
+
+/* The whole file read, a page per read() on sysfs. */
+static int typedef_id_read(int fd, const char *name)
+{
+	size_t cap = 64u << 20, n = 0;	/* vmlinux BTF: ~6 MiB */
+	char *buf = malloc(cap);
+	ssize_t r = 1;
+	int id = -1;
+
+	while (buf && n < cap && (r = read(fd, buf + n, cap - n)) > 0)
+		n += (size_t)r;
+	if (buf && !r)
+		id = btf_typedef_id(buf, n, name);
+	free(buf);
+	return id;
+}
+
+/*
+ * The kernel's type id of btf_trace_<tp>, from the raw file mapped (Linux
+ * 6.16 and later can) or read: libbpf's parser reads it a page at a time and
+ * validates each of its ~100k types (~100 ms here; the skeleton's load pays
+ * that once more).
+ */
+static int tp_btf_id(const char *tp)
+{
+	char name[64];
+	struct stat st;
+	void *m;
+	int fd, id;
+
+	snprintf(name, sizeof(name), "btf_trace_%s", tp);
+	fd = open("/sys/kernel/btf/vmlinux", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	m = fstat(fd, &st) || st.st_size <= 0 ? MAP_FAILED :
+		mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (m != MAP_FAILED) {
+		id = btf_typedef_id(m, (size_t)st.st_size, name);
+		munmap(m, (size_t)st.st_size);
+	} else {
+		id = typedef_id_read(fd, name);
+	}
+	close(fd);
+	return id;
+}
+
 /* A BTF-typed raw tracepoint program on f->tp loads: the kernel has BTF and tp_btf. */
 static bool tp_btf(const struct feature *f)
 {
@@ -41,15 +144,8 @@ static bool tp_btf(const struct feature *f)
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
 		{ .code = BPF_JMP | BPF_EXIT },
 	};
-	struct btf *vmlinux = btf__load_vmlinux_btf();
-	char name[64];
-	int id, fd;
+	int id = tp_btf_id(f->tp), fd;
 
-	if (!vmlinux)
-		return false;
-	snprintf(name, sizeof(name), "btf_trace_%s", f->tp);
-	id = btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF);
-	btf__free(vmlinux);
 	if (id <= 0)
 		return false;
 	LIBBPF_OPTS(bpf_prog_load_opts, o, .expected_attach_type = BPF_TRACE_RAW_TP,
