@@ -139,7 +139,7 @@ boot() {
 		-virtfs "local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap" \
 		-append "console=ttyS0 quiet panic=-1 tb.dir=$here tb.smoke=$smoke" \
 		</dev/null >"$log" 2>&1 || true
-	tr -d '\r' <"$log" | grep -E "^TB-(KERNEL|CHECK|INIT|X)" || true
+	tr -d '\r' <"$log" | grep -E "^TB-(KERNEL|FEATURES|CHECK|INIT|X)" || true
 }
 
 # Rows: kernels; columns: checks; then why each failure failed.

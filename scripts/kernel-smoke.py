@@ -7,7 +7,8 @@ profiles a Python whose function names it knows and looks for them in the
 profile: the exit code alone proves nothing.
 
 usage: kernel-smoke.py TACHYON_BPF
-Prints `TB-KERNEL RELEASE` then one `TB-CHECK NAME ok|FAIL why|refused what`
+Prints `TB-KERNEL RELEASE`, `TB-FEATURES` (the profiler's probe of the
+kernel's features), then one `TB-CHECK NAME ok|FAIL why|refused what`
 line per check (refused: the profiler's one-line refusal of a kernel that
 lacks a feature, naming it); exits 1 if any check did not pass.
 """
@@ -198,6 +199,12 @@ def main():
     tb = os.path.abspath(sys.argv[1])
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
     print("TB-KERNEL", os.uname().release, flush=True)
+    # What the kernel has, as the profiler probes it (-v; pid 1 is no Python).
+    r = subprocess.run([tb, "-v", "-p", "1"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True, timeout=CHECK_TIMEOUT)
+    for line in r.stderr.splitlines():
+        if line.startswith("tachyon-bpf: debug: kernel "):
+            print("TB-FEATURES", line.split(": ", 3)[-1], flush=True)
     failed_checks = 0
     for name, fn in CHECKS:
         t0 = time.monotonic()
