@@ -21,7 +21,7 @@ USER_OBJ := $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRC))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRC))
 
-.PHONY: all deps check unit integration bench demo install clean
+.PHONY: all deps check unit integration bench demo install clean check-kernels
 .DELETE_ON_ERROR:
 
 all: tachyon-bpf
@@ -82,6 +82,12 @@ check: deps
 	@scripts/real-pythons.sh >/dev/null
 	@$(MAKE) --no-print-directory all $(UNIT_BIN) $(TEST_PROGS)
 	@scripts/run-tests.sh $(UNIT_BIN)
+
+# The smoke subset on Debian's 5.10, 6.1 and 6.12 under QEMU and on the
+# running kernel (KERNELS="host 6.1" for some); see scripts/check-kernels.sh.
+check-kernels: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/check-kernels.sh $(KERNELS)
 
 bench: deps
 	@$(MAKE) --no-print-directory all

@@ -1326,8 +1326,15 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	return 0;
 }
 
+/*
+ * The tracepoint's group_dead argument is new (Linux 6.16); before, the
+ * tracepoint has the task only. do_exit() counts the thread out of
+ * signal->live before the tracepoint in every version, so live == 0 is
+ * group_dead. Two last threads exiting at once may both see 0: the second
+ * finds nothing left to delete and reports nothing.
+ */
 SEC("tp_btf/sched_process_exit")
-int BPF_PROG(on_exit, struct task_struct *p, bool group_dead)
+int BPF_PROG(on_exit, struct task_struct *p)
 {
 	__u32 pid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
 	int known;
@@ -1335,7 +1342,7 @@ int BPF_PROG(on_exit, struct task_struct *p, bool group_dead)
 	bpf_map_delete_elem(&offcpu, &tid);
 	bpf_map_delete_elem(&tstates, &tid);
 	/* The last thread of the process, not just its main thread. */
-	if (!group_dead)
+	if (BPF_CORE_READ(p, signal, live.counter))
 		return 0;
 	known = !bpf_map_delete_elem(&procs, &pid);
 	known |= !bpf_map_delete_elem(&watch, &pid);

@@ -57,6 +57,13 @@ if [ "${TB_SKIP_INTEGRATION:-0}" != 1 ] && [ "${TB_SKIP_SANITIZE:-0}" != 1 ]; th
 	add_summary "$(grep -E '^sanitize: [0-9]+ passed, [0-9]+ failed' "$out" | tail -1)" sanitize
 	rm -f "$out"
 fi
+# The oldest kernel of the matrix under QEMU (make check-kernels runs all).
+if [ "${TB_SKIP_INTEGRATION:-0}" != 1 ] && [ "${TB_SKIP_KERNELS:-0}" != 1 ]; then
+	out=$(mktemp)
+	scripts/check-kernels.sh 5.10 2>&1 | tee "$out"
+	add_summary "$(grep -E '^kernels: [0-9]+ passed, [0-9]+ failed' "$out" | tail -1)" kernels
+	rm -f "$out"
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -43,6 +43,7 @@ enum {
 	OPT_NOLINENO,
 	OPT_JSON,
 	OPT_LOCALS,
+	OPT_BTF,
 	OPT_END,
 };
 
@@ -112,6 +113,8 @@ static const char usage_text[] =
 "      --push-interval SEC  seconds between pushes (default 10)\n"
 "      --force-version      profile a pre-release or unknown Python version with\n"
 "                           the nearest known layout (stacks may be wrong)\n"
+"      --btf FILE           the kernel's BTF from FILE (e.g. BTFHub's) for a\n"
+"                           kernel without /sys/kernel/btf/vmlinux\n"
 "  -v, --verbose            say more on stderr (twice: libbpf debug output)\n"
 "  -h, --help               this help\n"
 "      --version            print the version\n"
@@ -160,7 +163,7 @@ static const char top_usage[] =
 "  -m, --mode MODE          cpu (default), wall or gil, as without top\n"
 "  -c, -e, --per-cpu, --no-fallback, --unsafe-rate, --threads, --gc, --kernel, --pids,\n"
 "  --full-filenames, --function, --nolineno, --force-version, --stats FILE,\n"
-"  --summary, -v: as without top\n"
+"  --summary, --btf FILE, -v: as without top\n"
 "  -r/--rate, -i/--idle, -g/--gil, --nonblocking: py-spy's names, as without top\n"
 "\n"
 "Examples:\n"
@@ -239,6 +242,7 @@ static const struct option longopts[] = {
 	{ "nolineno", no_argument, NULL, OPT_NOLINENO },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "locals", no_argument, NULL, OPT_LOCALS },
+	{ "btf", required_argument, NULL, OPT_BTF },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -573,6 +577,9 @@ static int parse_issue16_opt(int c, struct options *o)
 static int parse_output_opt(int c, const char *arg, struct options *o)
 {
 	switch (c) {
+	case OPT_BTF:
+		o->btf_path = arg;
+		return 0;
 	case OPT_SUMMARY:
 		o->summary = 1;
 		return 0;

@@ -59,6 +59,7 @@ struct options {
 	int line_mode;	/* enum frame_lines: --function, --nolineno */
 	int dump_json;		/* dump --json: py-spy's JSON shape */
 	int dump_locals;	/* dump --locals: arguments and locals of each frame */
+	const char *btf_path;	/* --btf: the kernel's types from this file */
 };
 
 /* Fills o. Returns -1 to go on, else an exit code (0 after --help/--version). */

@@ -20,6 +20,7 @@
 #include "cli.h"
 #include "dump.h"
 #include "errors.h"
+#include "kfeatures.h"
 #include "safefile.h"
 #include "output.h"
 #include "proc.h"
@@ -72,15 +73,22 @@ static int check_privileges(void)
 	return -1;
 }
 
-static int check_btf(void)
+static int check_btf(const struct options *o)
 {
 	const char *path = getenv("TACHYON_BTF");
 
+	if (o->btf_path) {
+		if (!access(o->btf_path, R_OK))
+			return 0;
+		tb_error("--btf %s: %s (give the kernel's BTF file, e.g. from BTFHub)", o->btf_path,
+			 strerror(errno));
+		return -1;
+	}
 	if (!path)
 		path = "/sys/kernel/btf/vmlinux";
 	if (!access(path, R_OK))
 		return 0;
-	tb_error("kernel BTF: %s: %s (needs a kernel built with CONFIG_DEBUG_INFO_BTF=y, Linux >= 5.17)",
+	tb_error("kernel BTF: %s: %s (the kernel was built without CONFIG_DEBUG_INFO_BTF=y, or /sys is not mounted; the scheduler tracepoints need the kernel's own BTF)",
 		 path, strerror(errno));
 	return -1;
 }
@@ -298,11 +306,13 @@ int main(int argc, char **argv)
 	/* Ctrl-C during the start-up (loading BPF takes a fifth of a second,
 	 * more on a busy host) still ends the run cleanly. */
 	session_block_signals(NULL);
-	if (check_privileges() || check_btf())
+	if (check_privileges() || check_btf(&o))
 		return TB_EXIT_RUNTIME;
 	ret = cli_choose_event(&o);
 	if (ret >= 0)
 		return ret;
+	if (kfeatures_check(KF_REQUIRED | (o.event->tick ? KF_BIT(KF_HRTIMER_TP) : 0), o.verbose))
+		return TB_EXIT_RUNTIME;
 	threads_to_processes(&o);
 	/* Both files are checked before the run, not found unwritable after it. */
 	if (o.command != CMD_TOP) {

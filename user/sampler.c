@@ -77,6 +77,7 @@ static uint64_t wakeup_threshold(const struct sampler_opts *o, int ncpus, size_t
 
 int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen)
 {
+	LIBBPF_OPTS(bpf_object_open_opts, open_opts, .btf_custom_path = o->btf_path);
 	int ret;
 
 	memset(s, 0, sizeof(*s));
@@ -87,7 +88,7 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 		snprintf(err, errlen, "cannot count CPUs: %s (is /sys mounted?)", strerror(-s->ncpus));
 		return -1;
 	}
-	s->skel = tachyon_bpf__open();
+	s->skel = tachyon_bpf__open_opts(&open_opts);
 	if (!s->skel) {
 		snprintf(err, errlen, "cannot open the BPF object: %s (rebuild with make)", strerror(errno));
 		return -1;

@@ -38,6 +38,7 @@ struct sampler_opts {
 	int report_all_exec;	/* --all-python: every exec is news */
 	int read_status;	/* read GIL and GC state in every sample */
 	int kernel_stats;	/* turn the kernel's BPF run-time statistics on */
+	const char *btf_path;	/* the kernel's types for CO-RE, NULL: its own */
 	ring_buffer_sample_fn on_record;
 	void *ctx;
 };

@@ -999,6 +999,7 @@ int session_start(struct session *s)
 		/* Two more reads per sample: only when something uses them. */
 		.read_status = s->opt->mode == TB_MODE_GIL || s->opt->gc_frames,
 		.kernel_stats = s->opt->stats_path || tb_verbose,
+		.btf_path = s->opt->btf_path,
 		.on_record = on_record, .ctx = s,
 	};
 	char err[512];
