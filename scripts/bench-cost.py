@@ -39,34 +39,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.environ.get("TB_BIN", os.path.join(REPO, "tachyon-bpf"))
 TARGET_CPU, OTHER_CPU = 0, 1
 
-WORK = r'''
-import sys, time
-def spin(n):
-    x = 0
-    for i in range(n):
-        x += i * i
-    return x
-def level(d, cache={}):
-    if d <= 1:
-        return spin
-    if d not in cache:
-        ns = {"callee": level(d - 1)}
-        exec(compile("def f%d(n):\n    return callee(n)\n" % d, "<level%d>" % d, "exec"), ns)
-        cache[d] = ns["f%d" % d]
-    return cache[d]
-mode, reps = sys.argv[1], int(sys.argv[2])
-top = level(30)
-if mode == "sleep":
-    print("READY", flush=True)
-    time.sleep(3600)
-top(1000)
-print("READY", flush=True)
-sys.stdin.readline()
-t, c = time.perf_counter(), time.process_time()
-for _ in range(reps):
-    top(20000)
-print("%.6f %.6f" % (time.perf_counter() - t, time.process_time() - c), flush=True)
-'''
+# The fixed work and the sleeping target: bench.py's chain of distinct
+# functions ("work DEPTH REPS": READY, then on a line from stdin the work,
+# then "WALL CPU" seconds; "sleep": READY, then nothing).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench import WORKLOAD as WORK  # noqa: E402
 
 # Counts its turns into a shared page, at the lowest priority there is:
 # it gets exactly the CPU time nothing else wants.
@@ -167,29 +144,42 @@ def samples_of(cfg, stats, out):
     return st["collected"], st.get("bpf_runs", 0) * st.get("bpf_ns_per_run", 0) / 1e9
 
 
+class Window:
+    """What CPU 1's spinner and the profiler did between start and stop."""
+
+    def __init__(self, spinner, prof):
+        self.spinner, self.prof = spinner, prof
+        self.p0 = cpu_of(prof.pid) if prof else 0.0
+        self.c0, self.t0 = spinner.read()
+
+    def stop(self):
+        c1, t1 = self.spinner.read()
+        # The profiler's CPU while the work ran: start-up is its own figure.
+        self.prof_cpu = cpu_of(self.prof.pid) - self.p0 if self.prof else 0.0
+        self.turns_per_s = (c1 - self.c0) / (t1 - self.t0)
+        self.seconds = t1 - self.t0
+
+
 def one_run(cfg, script, reps, spinner, austin):
     """One configuration (None: unprofiled) on the busy target."""
-    w = subprocess.Popen(pinned([PY, script, "work", str(reps)],
+    w = subprocess.Popen(pinned([PY, script, "work", "30", str(reps)],
                                 TARGET_CPU), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          text=True)
     w.stdout.readline()
     with tempfile.TemporaryDirectory() as d:
         stats, out = os.path.join(d, "s.json"), os.path.join(d, "out")
         p = start_profiler(cfg, w.pid, stats, out, austin) if cfg else None
-        p0 = cpu_of(p.pid) if p else 0.0
-        c0, t0 = spinner.read()
+        win = Window(spinner, p)
         w.stdin.write("go\n")
         w.stdin.flush()
         wall, cpu = map(float, w.stdout.readline().split())
-        c1, t1 = spinner.read()
-        # The profiler's CPU while the work ran: start-up is its own figure.
-        prof_cpu = cpu_of(p.pid) - p0 if p else 0.0
+        win.stop()
         if p:
             stop_profiler(p, cfg)
         w.kill()
         w.wait()
-        r = {"wall": wall, "cpu": cpu, "turns_per_s": (c1 - c0) / (t1 - t0),
-             "window": t1 - t0, "prof_cpu": prof_cpu, "samples": 0, "bpf_s": 0.0}
+        r = {"wall": wall, "cpu": cpu, "turns_per_s": win.turns_per_s,
+             "window": win.seconds, "prof_cpu": win.prof_cpu, "samples": 0, "bpf_s": 0.0}
         if cfg:
             s = samples_of(cfg, stats, out)
             r["samples"], r["bpf_s"] = s if isinstance(s, tuple) else (s, 0.0)
@@ -198,22 +188,20 @@ def one_run(cfg, script, reps, spinner, austin):
 
 def idle_run(cfg, script, seconds, spinner, austin):
     """Profiling a process that sleeps: the spinner's loss and the profiler's CPU."""
-    w = subprocess.Popen(pinned([PY, script, "sleep", "0"], TARGET_CPU),
+    w = subprocess.Popen(pinned([PY, script, "sleep", "30", "0"], TARGET_CPU),
                          stdout=subprocess.PIPE, text=True)
     w.stdout.readline()
     with tempfile.TemporaryDirectory() as d:
         stats, out = os.path.join(d, "s.json"), os.path.join(d, "out")
         p = start_profiler(cfg, w.pid, stats, out, austin) if cfg else None
-        p0 = cpu_of(p.pid) if p else 0.0
-        c0, t0 = spinner.read()
+        win = Window(spinner, p)
         time.sleep(seconds)
-        c1, t1 = spinner.read()
-        prof_cpu = cpu_of(p.pid) - p0 if p else 0.0
+        win.stop()
         if p:
             stop_profiler(p, cfg)
         w.kill()
         w.wait()
-    return {"turns_per_s": (c1 - c0) / (t1 - t0), "prof_cpu": prof_cpu, "window": t1 - t0}
+    return {"turns_per_s": win.turns_per_s, "prof_cpu": win.prof_cpu, "window": win.seconds}
 
 
 def label(cfg):

@@ -78,14 +78,18 @@ if mode == "spin":
     print("READY", flush=True)
     while True:
         down(depth, n)
+elif mode == "sleep":                    # a target that does nothing
+    print("READY", flush=True)
+    time.sleep(3600)
 else:
     down(depth, 1000)                    # warm up
     print("READY", flush=True)
     sys.stdin.readline()
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     for _ in range(n):
         down(depth, 20000)
-    print("%.6f" % (time.perf_counter() - t), flush=True)
+    # wall and CPU seconds of the work
+    print("%.6f %.6f" % (time.perf_counter() - t, time.process_time() - c), flush=True)
 '''
 
 
@@ -240,7 +244,7 @@ def timed_work(py, script, depth, n, hz, other=None):
                         break
             w.stdin.write("go\n")
             w.stdin.flush()
-            secs = float(w.stdout.readline())
+            secs = float(w.stdout.readline().split()[0])
         finally:
             if prof:
                 prof.terminate()
