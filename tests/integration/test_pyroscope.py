@@ -21,7 +21,7 @@ import urllib.parse
 from common import (art_path, check, fail, parse_collapsed, primary_python, run_profiler,
                     start_workload, timeout)
 
-FREQ = 199
+FREQ = 199          # -e cpu-clock: sampleRate is exactly -F (the tick would use HZ/N)
 SECONDS = 5
 APP = "tachyon.test{env=ci,team=a b}"
 NO_PROXY = {"http_proxy": None, "https_proxy": None, "HTTP_PROXY": None,
@@ -118,7 +118,8 @@ def test_pyroscope_push_and_retry():
         w = _spinner()
         out = art_path("pyroscope.folded")
         t0 = time.time()
-        res = run_profiler(w.pid, ["-F", FREQ, "-d", SECONDS, "--pyroscope", rcv.url + "/",
+        res = run_profiler(w.pid, ["-e", "cpu-clock", "-F", FREQ, "-d", SECONDS,
+                                   "--pyroscope", rcv.url + "/",
                                    "--app", APP, "--push-interval", 1],
                            timeout=SECONDS + 40, env=NO_PROXY, outfile=out).expect_ok()
         t1 = time.time()

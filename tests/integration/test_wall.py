@@ -1,8 +1,9 @@
 """Wall mode (--mode wall): threads that never leave or re-enter a CPU during
 the run, and off-CPU credit across compactions.
 
-Every profiled thread gets about F counts per second of the run, on or off
-CPU: one blocked since before the profiler started (credited from the
+Every profiled thread gets about `rate` counts per second of the run, on or
+off CPU, at the rate the profiler used (--stats sample_rate_hz: -F 100 with
+the tick at HZ 250 is every 3rd tick, 83.3 Hz): one blocked since before the profiler started (credited from the
 run's start, in the stack userspace walked) and one still blocked at the
 end (credited up to the end) included.
 """
@@ -55,14 +56,15 @@ def test_wall_blocked_since_start(python):
     res = run_profiler(w.pid, ["-m", "wall", "-F", HZ, "-d", 2], timeout=30,
                        stats=True).expect_ok()
     st, stacks = res.stats(), res.stacks()
-    want = st["duration_s"] * HZ
+    want = st["duration_s"] * st["sample_rate_hz"]
     for fn in WAITERS:
         _near(sum(s.count for s in stacks if s.leaf.name == fn), want, fn, res)
     check(st["dropped"]["missing_stack"] == 0, "missing stacks: %r" % st["dropped"])
 
     res = run_profiler(w.pid, ["-m", "wall", "-F", HZ, "-d", 2, "--threads"], timeout=30,
                        stats=True).expect_ok()
-    _check_threads(_per_thread(res.stacks()), 3, res.stats()["duration_s"] * HZ, res)
+    st = res.stats()
+    _check_threads(_per_thread(res.stacks()), 3, st["duration_s"] * st["sample_rate_hz"], res)
 
 
 @timeout(90)
@@ -78,7 +80,8 @@ def test_wall_blocked_subprocesses(python):
           "processes %s, want %d and its children %s %s"
           % (sorted(procs), w.pid, w.info["children"], res.where()))
     per = _per_thread(stacks, skip=1)
-    _check_threads(per, 9, res.stats()["duration_s"] * HZ, res)
+    st = res.stats()
+    _check_threads(per, 9, st["duration_s"] * st["sample_rate_hz"], res)
 
 
 @timeout(120)
@@ -100,12 +103,13 @@ def test_wall_credit_across_compaction(python):
     res = prof.finish(60).expect_ok()
     st, stacks = res.stats(), res.stacks()
     check(st["compactions"] >= 1, "no compaction in the run: %r" % st)
-    check(st["offcpu_final"] > 0.9 * 99 * 10, "offcpu_final %d: the last sleep is not "
+    rate = st["sample_rate_hz"]
+    check(st["offcpu_final"] > 0.9 * rate * 10, "offcpu_final %d: the last sleep is not "
           "credited at the end %s" % (st["offcpu_final"], res.where()))
     check(st["dropped"]["missing_stack"] == 0,
           "%d periods dropped as missing stack (offcpu_final %d) %s"
           % (st["dropped"]["missing_stack"], st["offcpu_final"], res.where()))
-    _near(common.total(stacks), st["duration_s"] * 99, "total", res)
+    _near(common.total(stacks), st["duration_s"] * rate, "total", res)
     napping = sum(s.count for s in stacks if "napping" in s.names)
     check(napping >= 0.95 * common.total(stacks), "napping %d of %d [%s]"
           % (napping, common.total(stacks), fmt_stacks(stacks, 4)))
