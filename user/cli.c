@@ -455,8 +455,8 @@ static int choose_tick(struct options *o)
 	if (o->period) {
 		n = o->period > 1000000 ? 1000000 : (unsigned)o->period;
 	} else if (o->freq > (uint64_t)o->kernel_hz) {
-		tb_error("-F %" PRIu64 ": above the kernel's tick rate, HZ %d (use -F %d or less with -e tick, or -e cpu-clock)",
-			 o->freq, o->kernel_hz, o->kernel_hz);
+		tb_error("-F %" PRIu64 ": above the kernel's tick rate, HZ %d: -e tick samples at most every tick (use -e cpu-clock for higher rates)",
+			 o->freq, o->kernel_hz);
 		return TB_EXIT_USAGE;
 	} else {
 		n = (unsigned)(o->kernel_hz / o->freq);
