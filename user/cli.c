@@ -684,7 +684,7 @@ static int parse_one(int c, const char *arg, struct options *o)
 		o->layout_flags |= LAYOUT_FORCE;
 		return 0;
 	}
-	if (c >= OPT_SUMMARY && c <= OPT_PUSH_INTERVAL)
+	if ((c >= OPT_SUMMARY && c <= OPT_PUSH_INTERVAL) || c >= OPT_FUNCTION)
 		return parse_output_opt(c, arg, o);
 	return parse_flag(c, o);
 }
@@ -954,13 +954,20 @@ int cli_parse(int argc, char **argv, struct options *o)
 
 const char *cli_rate_text(const struct options *o, char *buf, size_t len)
 {
-	if (o->event->tick)
-		snprintf(buf, len, "every %u%s tick of HZ %d: %.6g Hz", o->tick_every,
-			 o->tick_every == 1 ? "st" : o->tick_every == 2 ? "nd" :
-			 o->tick_every == 3 ? "rd" : "th", o->kernel_hz, o->rate_hz);
-	else if (o->period)
-		snprintf(buf, len, "-c %" PRIu64, o->period);
+	char asked[32];
+
+	if (o->period)
+		snprintf(asked, sizeof(asked), "-c %" PRIu64, o->period);
 	else
-		snprintf(buf, len, "-F %" PRIu64, o->freq);
+		snprintf(asked, sizeof(asked), "-F %" PRIu64, o->freq);
+	if (!o->event->tick)
+		snprintf(buf, len, "%s", asked);
+	else if (o->tick_every == 1)
+		snprintf(buf, len, "%s: every tick of HZ %d, %.6g Hz", asked, o->kernel_hz,
+			 o->rate_hz);
+	else
+		snprintf(buf, len, "%s: every %u%s tick of HZ %d, %.6g Hz", asked, o->tick_every,
+			 o->tick_every == 2 ? "nd" : o->tick_every == 3 ? "rd" : "th",
+			 o->kernel_hz, o->rate_hz);
 	return buf;
 }

@@ -17,7 +17,7 @@ import common
 from common import (art_path, check, primary_python, run_profiler, start_workload, timeout)
 
 SUMMARY_RE = re.compile(r"^tachyon-bpf: (\d+) samples in [\d.]+ s \((cpu|wall|gil) mode, "
-                        r"[\w-]+, (-F|-c) \d+\), (\d+) process(es)?")
+                        r"[\w-]+, (-F|-c) \d+(: [^)]*)?\), (\d+) process(es)?")
 
 
 def _one_line(res, what):
@@ -46,8 +46,8 @@ def test_pid_is_a_thread():
     # The same process twice (-p W,W, or a thread and its process) is one.
     res = run_profiler([w.pid, w.pid, tid], ["-F", 199, "-d", 1], timeout=30).expect_ok()
     m = SUMMARY_RE.match(res.err_lines()[-1])     # after the line about the thread
-    check(m and m.group(4) == "1", "-p W,W,TID counted %s processes: %r"
-          % (m and m.group(4), res.err_lines()))
+    check(m and m.group(5) == "1", "-p W,W,TID counted %s processes: %r"
+          % (m and m.group(5), res.err_lines()))
 
 
 @timeout(60)
