@@ -8,6 +8,8 @@
 #include <cmocka.h>
 #include "layout.h"
 #include "fixtures/debug_offsets_313.h"
+#include "fixtures/debug_offsets_314.h"
+#include "fixtures/debug_offsets_315.h"
 
 static uint8_t buf[LAYOUT_DEBUG_OFFSETS_MAX];
 
@@ -96,10 +98,79 @@ static void test_objects_313(void **state)
 	assert_int_equal(l.obj.long_size, 16);
 	assert_int_equal(l.obj.long_digits, 24);
 	assert_int_equal(l.obj.values_off, 8);	/* from the table: not exported */
+	assert_int_equal(l.obj.ref_tags, 0);	/* localsplus: plain pointers */
 
 	/* An exported object offset outside its struct costs the objects only. */
 	put64(88, 1 << 20);	/* interpreter_state.imports_modules */
 	assert_int_equal(layout_from_debug_offsets(buf, 584, 0, &l), LAYOUT_OK);
+	assert_int_equal(l.obj.managed, PYOBJ_NONE);
+}
+
+/* Object fields both 3.14 and 3.15 (Debian's 3.14.10, 3.15.2) share; each
+ * checked by the interpreter reading its own objects with ctypes. */
+static void assert_objects_314_315(const struct pyobj_layout *o)
+{
+	assert_int_equal(o->managed, PYOBJ_MANAGED_313);	/* inline values */
+	assert_int_equal(o->fr_localsplus, 80);
+	assert_int_equal(o->co_argcount, 52);
+	assert_int_equal(o->co_kwonlyargcount, 60);
+	assert_int_equal(o->co_flags, 48);
+	assert_int_equal(o->co_localsplusnames, 96);
+	assert_int_equal(o->co_localspluskinds, 104);
+	assert_int_equal(o->tp_name, 24);
+	assert_int_equal(o->tp_flags, 168);
+	assert_int_equal(o->tuple_items, 32);	/* 3.14 tuples cache their hash */
+	assert_int_equal(o->list_items, 24);
+	assert_int_equal(o->var_size, 16);
+	assert_int_equal(o->dict_keys, 32);
+	assert_int_equal(o->dict_values, 40);
+	assert_int_equal(o->float_val, 16);
+	assert_int_equal(o->long_size, 16);
+	assert_int_equal(o->long_digits, 24);
+	assert_int_equal(o->long_tagged, 1);
+	assert_int_equal(o->values_off, 8);
+	assert_int_equal(o->values_valid, 3);
+	assert_int_equal(o->ref_tags, 3);	/* localsplus holds _PyStackRef */
+}
+
+static void test_objects_314(void **state)
+{
+	struct py_layout l;
+
+	(void)state;
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf, debug_offsets_314, sizeof(debug_offsets_314));
+	assert_int_equal(layout_from_debug_offsets(buf, 760, 0, &l), LAYOUT_OK);
+	assert_int_equal(l.version, 0x030e0af0);
+	assert_objects_314_315(&l.obj);
+	assert_int_equal(l.obj.interp_modules, 7688);
+	assert_int_equal(l.obj.ts_thread_id, 152);
+	assert_int_equal(l.obj.ht_cached_keys, 880);
+	assert_int_equal(l.walk.ts_native_tid, 160);
+
+	/* An exported object offset outside its struct costs the objects only. */
+	put64(456, 1 << 12);	/* tuple_object.ob_item */
+	assert_int_equal(layout_from_debug_offsets(buf, 760, 0, &l), LAYOUT_OK);
+	assert_int_equal(l.obj.managed, PYOBJ_NONE);
+}
+
+static void test_objects_315(void **state)
+{
+	struct py_layout l;
+
+	(void)state;
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf, debug_offsets_315, sizeof(debug_offsets_315));
+	assert_int_equal(layout_from_debug_offsets(buf, 888, 0, &l), LAYOUT_OK);
+	assert_int_equal(l.version, 0x030f02f0);
+	assert_objects_314_315(&l.obj);
+	assert_int_equal(l.obj.interp_modules, 7592);
+	assert_int_equal(l.obj.ts_thread_id, 176);
+	assert_int_equal(l.obj.ht_cached_keys, 888);	/* PyTypeObject grew a word */
+	assert_int_equal(l.walk.ts_native_tid, 184);
+
+	put64(96, 1 << 20);	/* interpreter_state.imports_modules */
+	assert_int_equal(layout_from_debug_offsets(buf, 888, 0, &l), LAYOUT_OK);
 	assert_int_equal(l.obj.managed, PYOBJ_NONE);
 }
 
@@ -233,6 +304,8 @@ int main(void)
 		cmocka_unit_test(test_builtin_tables),
 		cmocka_unit_test(test_objects_313),
 		cmocka_unit_test(test_objects_builtin),
+		cmocka_unit_test(test_objects_314),
+		cmocka_unit_test(test_objects_315),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
