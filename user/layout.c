@@ -145,6 +145,19 @@ static const struct ver_extra extras[] = {
  * ht_cached_keys moved to 888). A later version stays undescribed: thread
  * names fall back to the kernel's and dump --locals says it cannot.
  */
+/* What 3.13 to 3.15 share: the managed dict with inline values, dicts, code. */
+#define OBJ_SINCE_313 \
+	.managed = PYOBJ_MANAGED_313, \
+	.tp_name = 24, .tp_basicsize = 32, .tp_flags = 168, \
+	.md_dict = 16, .dict_used = 16, .dict_keys = 32, .dict_values = 40, \
+	.dk_log2_index_bytes = 9, .dk_kind = 10, .dk_nentries = 24, .dk_indices = 32, \
+	.values_off = 8, .values_capacity = 0, .values_valid = 3, \
+	.tpflag_managed = 1 << 4, .tpflag_inline = 1 << 2, .var_size = 16, .list_items = 24, \
+	.set_used = 24, .float_val = 16, .cell_ref = 16, \
+	.long_size = 16, .long_digits = 24, .long_tagged = 1, \
+	.co_argcount = 52, .co_kwonlyargcount = 60, .co_flags = 48, \
+	.co_localsplusnames = 96, .co_localspluskinds = 104
+
 static const struct pyobj_layout obj_facts[] = {
 	{
 		.minor = 11, .managed = PYOBJ_MANAGED_311, .interp_modules = 888, .ts_thread_id = 152,
@@ -171,40 +184,16 @@ static const struct pyobj_layout obj_facts[] = {
 		.co_localsplusnames = 96, .co_localspluskinds = 104,
 	},
 	{
-		.minor = 13, .managed = PYOBJ_MANAGED_313, .interp_modules = 7656, .ts_thread_id = 152,
-		.tp_name = 24, .tp_basicsize = 32, .tp_flags = 168, .ht_cached_keys = 880,
-		.md_dict = 16, .dict_used = 16, .dict_keys = 32, .dict_values = 40,
-		.dk_log2_index_bytes = 9, .dk_kind = 10, .dk_nentries = 24, .dk_indices = 32,
-		.values_off = 8, .values_capacity = 0, .values_valid = 3,
-		.tpflag_managed = 1 << 4, .tpflag_inline = 1 << 2, .var_size = 16, .tuple_items = 24, .list_items = 24,
-		.set_used = 24, .float_val = 16, .cell_ref = 16,
-		.long_size = 16, .long_digits = 24, .long_tagged = 1,
-		.fr_localsplus = 72, .co_argcount = 52, .co_kwonlyargcount = 60, .co_flags = 48,
-		.co_localsplusnames = 96, .co_localspluskinds = 104,
+		.minor = 13, OBJ_SINCE_313, .interp_modules = 7656, .ts_thread_id = 152,
+		.ht_cached_keys = 880, .tuple_items = 24, .fr_localsplus = 72, .ref_tags = 0,
 	},
 	{
-		.minor = 14, .managed = PYOBJ_MANAGED_313, .interp_modules = 7688, .ts_thread_id = 152,
-		.tp_name = 24, .tp_basicsize = 32, .tp_flags = 168, .ht_cached_keys = 880,
-		.md_dict = 16, .dict_used = 16, .dict_keys = 32, .dict_values = 40,
-		.dk_log2_index_bytes = 9, .dk_kind = 10, .dk_nentries = 24, .dk_indices = 32,
-		.values_off = 8, .values_capacity = 0, .values_valid = 3,
-		.tpflag_managed = 1 << 4, .tpflag_inline = 1 << 2, .var_size = 16, .tuple_items = 32, .list_items = 24,
-		.set_used = 24, .float_val = 16, .cell_ref = 16,
-		.long_size = 16, .long_digits = 24, .long_tagged = 1,
-		.fr_localsplus = 80, .co_argcount = 52, .co_kwonlyargcount = 60, .co_flags = 48,
-		.co_localsplusnames = 96, .co_localspluskinds = 104, .ref_tags = 3,
+		.minor = 14, OBJ_SINCE_313, .interp_modules = 7688, .ts_thread_id = 152,
+		.ht_cached_keys = 880, .tuple_items = 32, .fr_localsplus = 80, .ref_tags = 3,
 	},
 	{
-		.minor = 15, .managed = PYOBJ_MANAGED_313, .interp_modules = 7592, .ts_thread_id = 176,
-		.tp_name = 24, .tp_basicsize = 32, .tp_flags = 168, .ht_cached_keys = 888,
-		.md_dict = 16, .dict_used = 16, .dict_keys = 32, .dict_values = 40,
-		.dk_log2_index_bytes = 9, .dk_kind = 10, .dk_nentries = 24, .dk_indices = 32,
-		.values_off = 8, .values_capacity = 0, .values_valid = 3,
-		.tpflag_managed = 1 << 4, .tpflag_inline = 1 << 2, .var_size = 16, .tuple_items = 32, .list_items = 24,
-		.set_used = 24, .float_val = 16, .cell_ref = 16,
-		.long_size = 16, .long_digits = 24, .long_tagged = 1,
-		.fr_localsplus = 80, .co_argcount = 52, .co_kwonlyargcount = 60, .co_flags = 48,
-		.co_localsplusnames = 96, .co_localspluskinds = 104, .ref_tags = 3,
+		.minor = 15, OBJ_SINCE_313, .interp_modules = 7592, .ts_thread_id = 176,
+		.ht_cached_keys = 888, .tuple_items = 32, .fr_localsplus = 80, .ref_tags = 3,
 	},
 };
 
