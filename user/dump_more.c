@@ -54,6 +54,14 @@ static uint64_t deref_cell(const struct target *t, uint64_t v)
 	return v;
 }
 
+/* The object a localsplus word names; 0 for NULL and tagged ints. */
+static uint64_t stackref_obj(uint64_t w, uint8_t tags)
+{
+	if (tags && (w & tags) == tags)
+		return 0;
+	return w & ~(uint64_t)tags;
+}
+
 /* How many localsplus slots are arguments. */
 static int64_t arg_slots(const uint8_t *co, const struct pyobj_layout *o)
 {
@@ -90,7 +98,7 @@ static int read_locals(const struct target *t, uint64_t code, uint64_t frame,
 		  remote_read(t->pid, frame + o->fr_localsplus, vals, n * 8)))
 		return -1;
 	for (i = 0; i < n && got < max; i++) {
-		uint64_t v = vals[i];
+		uint64_t v = stackref_obj(vals[i], o->ref_tags);
 
 		if (kinds[i] & CO_FAST_HIDDEN)
 			continue;

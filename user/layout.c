@@ -81,7 +81,11 @@ static const struct dbg_pos dbg_positions[] = {
 		.ob_type = 408,
 		.by_size = 592, .by_ob_size = 600, .by_sval = 608,
 		.st_size = 616, .st_state = 624, .st_length = 632, .st_ascii_size = 640,
-		.st_compact_size = NO, .is_modules = NO,
+		.st_compact_size = NO,
+		.is_modules = 96, .fr_localsplus = 280, .co_argcount = 360, .co_lsnames = 368,
+		.co_lskinds = 376, .tp_name = 424, .tp_flags = 440, .tu_items = 456,
+		.li_items = 480, .li_size = 488, .di_keys = 536, .di_values = 544,
+		.fl_val = 560, .lo_tag = 576, .lo_digit = 584,
 	},
 	{
 		.minor = 15, .total = 888, .rt_interp_head = 40,
@@ -97,7 +101,11 @@ static const struct dbg_pos dbg_positions[] = {
 		.ob_type = 472,
 		.by_size = 688, .by_ob_size = 696, .by_sval = 704,
 		.st_size = 712, .st_state = 720, .st_length = 728, .st_ascii_size = 736,
-		.st_compact_size = 744, .is_modules = NO,
+		.st_compact_size = 744,
+		.is_modules = 96, .fr_localsplus = 344, .co_argcount = 424, .co_lsnames = 432,
+		.co_lskinds = 440, .tp_name = 488, .tp_flags = 504, .tu_items = 552,
+		.li_items = 576, .li_size = 584, .di_keys = 632, .di_values = 640,
+		.fl_val = 656, .lo_tag = 672, .lo_digit = 680,
 	},
 };
 
@@ -129,10 +137,27 @@ static const struct ver_extra extras[] = {
 /*
  * Objects, per version: offsetof() compiled against each version's own
  * internal headers (pyenv 3.11.7, 3.12.1, 3.13.0 and Debian's 3.11 agree).
- * For 3.13 the fields _Py_DebugOffsets exports are taken from the live
- * process instead (obj_from_debug). 3.14+ are not described yet: thread
+ * For 3.13+ the fields _Py_DebugOffsets exports are taken from the live
+ * process instead (obj_from_debug); the rest of the 3.14 and 3.15 rows come
+ * from CPython's headers at those tags, each checked against Debian's
+ * 3.14.10 and 3.15.2 reading their own objects with ctypes (3.14 tuples
+ * gained a cached hash: ob_item moved to 32; 3.15 types grew a word:
+ * ht_cached_keys moved to 888). A later version stays undescribed: thread
  * names fall back to the kernel's and dump --locals says it cannot.
  */
+/* What 3.13 to 3.15 share: the managed dict with inline values, dicts, code. */
+#define OBJ_SINCE_313 \
+	.managed = PYOBJ_MANAGED_313, \
+	.tp_name = 24, .tp_basicsize = 32, .tp_flags = 168, \
+	.md_dict = 16, .dict_used = 16, .dict_keys = 32, .dict_values = 40, \
+	.dk_log2_index_bytes = 9, .dk_kind = 10, .dk_nentries = 24, .dk_indices = 32, \
+	.values_off = 8, .values_capacity = 0, .values_valid = 3, \
+	.tpflag_managed = 1 << 4, .tpflag_inline = 1 << 2, .var_size = 16, .list_items = 24, \
+	.set_used = 24, .float_val = 16, .cell_ref = 16, \
+	.long_size = 16, .long_digits = 24, .long_tagged = 1, \
+	.co_argcount = 52, .co_kwonlyargcount = 60, .co_flags = 48, \
+	.co_localsplusnames = 96, .co_localspluskinds = 104
+
 static const struct pyobj_layout obj_facts[] = {
 	{
 		.minor = 11, .managed = PYOBJ_MANAGED_311, .interp_modules = 888, .ts_thread_id = 152,
@@ -159,16 +184,16 @@ static const struct pyobj_layout obj_facts[] = {
 		.co_localsplusnames = 96, .co_localspluskinds = 104,
 	},
 	{
-		.minor = 13, .managed = PYOBJ_MANAGED_313, .interp_modules = 7656, .ts_thread_id = 152,
-		.tp_name = 24, .tp_basicsize = 32, .tp_flags = 168, .ht_cached_keys = 880,
-		.md_dict = 16, .dict_used = 16, .dict_keys = 32, .dict_values = 40,
-		.dk_log2_index_bytes = 9, .dk_kind = 10, .dk_nentries = 24, .dk_indices = 32,
-		.values_off = 8, .values_capacity = 0, .values_valid = 3,
-		.tpflag_managed = 1 << 4, .tpflag_inline = 1 << 2, .var_size = 16, .tuple_items = 24, .list_items = 24,
-		.set_used = 24, .float_val = 16, .cell_ref = 16,
-		.long_size = 16, .long_digits = 24, .long_tagged = 1,
-		.fr_localsplus = 72, .co_argcount = 52, .co_kwonlyargcount = 60, .co_flags = 48,
-		.co_localsplusnames = 96, .co_localspluskinds = 104,
+		.minor = 13, OBJ_SINCE_313, .interp_modules = 7656, .ts_thread_id = 152,
+		.ht_cached_keys = 880, .tuple_items = 24, .fr_localsplus = 72, .ref_tags = 0,
+	},
+	{
+		.minor = 14, OBJ_SINCE_313, .interp_modules = 7688, .ts_thread_id = 152,
+		.ht_cached_keys = 880, .tuple_items = 32, .fr_localsplus = 80, .ref_tags = 3,
+	},
+	{
+		.minor = 15, OBJ_SINCE_313, .interp_modules = 7592, .ts_thread_id = 176,
+		.ht_cached_keys = 888, .tuple_items = 32, .fr_localsplus = 80, .ref_tags = 3,
 	},
 };
 

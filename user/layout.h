@@ -17,8 +17,8 @@
  * Where an object with a managed __dict__ keeps its attributes (3.11+
  * Python classes): 3.11 a values pointer at obj-32 and a dict pointer at
  * obj-24; 3.12 one word at obj-24, a values pointer tagged with bit 0 or a
- * dict; 3.13 a dict pointer at obj-24, else values inline after the object
- * (Py_TPFLAGS_INLINE_VALUES) with a `valid` byte.
+ * dict; 3.13 to 3.15 a dict pointer at obj-24, else values inline after the
+ * object (Py_TPFLAGS_INLINE_VALUES) with a `valid` byte.
  */
 enum pyobj_managed {
 	PYOBJ_NONE = 0,		/* objects of this version are not described */
@@ -49,6 +49,12 @@ struct pyobj_layout {
 	uint16_t fr_localsplus;	/* _PyInterpreterFrame -> localsplus[] */
 	uint16_t co_argcount, co_kwonlyargcount, co_flags;
 	uint16_t co_localsplusnames, co_localspluskinds;
+	/*
+	 * 3.14+: localsplus holds _PyStackRef words whose low bits are tags
+	 * (1: reference not counted, also NULL = 1; both set: a tagged int,
+	 * not an object). 0 where the words are plain pointers.
+	 */
+	uint8_t ref_tags;
 };
 
 struct py_layout {

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include "target.h"
 
-/* 1 if this target's objects are described (3.11 to 3.13). */
+/* 1 if this target's objects are described (3.11 to 3.15). */
 int pyobj_usable(const struct target *t);
 /* A str as UTF-8 (cut to outsz); 0, or -1 if it is not a readable str. */
 int pyobj_str(const struct target *t, uint64_t addr, char *out, size_t outsz);

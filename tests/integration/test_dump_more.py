@@ -3,9 +3,10 @@
 The workload (written into the artifact directory) parks its main thread in
 `target(a, b, *args, key=None, **kw)` with one local of each kind the repr
 knows (str, bytes, int, float, bool, None, list, tuple, dict, set, a cell
-variable, an instance, an int too big for 64 bits). --locals must show the
-arguments and the locals with Python's repr (or the type and length of
-containers) for every interpreter; --json must have py-spy's shape.
+variable, an instance, an int too big for 64 bits) and one not bound yet.
+--locals must show the arguments and the bound locals with Python's repr (or
+the type and length of containers) for every interpreter; --json must have
+py-spy's shape.
 """
 import json
 import re
@@ -37,6 +38,8 @@ def target(a, b, *args, key=None, **kw):
         return s
     print('READY {"pid": %d, "ident": %d}' % (os.getpid(), threading.get_ident()), flush=True)
     time.sleep(120)  # DUMP sleep
+    later = 1  # unbound while dumped: 3.14+ keep a tagged NULL in its slot
+    return later
 
 target(7, "bee", 1, 2, key="k", extra=3.25)  # DUMP module
 '''
@@ -75,6 +78,7 @@ def _check_vars(args, locs, where):
               % (name, locs.get(name), pat, where))
     extra = set(args) - set(ARGS)
     check(not extra, "arguments that are locals: %s %s" % (sorted(extra), where))
+    check("later" not in locs, "unbound local shown as %r %s" % (locs.get("later"), where))
 
 
 @timeout(60)

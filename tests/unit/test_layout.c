@@ -8,6 +8,8 @@
 #include <cmocka.h>
 #include "layout.h"
 #include "fixtures/debug_offsets_313.h"
+#include "fixtures/debug_offsets_314.h"
+#include "fixtures/debug_offsets_315.h"
 
 static uint8_t buf[LAYOUT_DEBUG_OFFSETS_MAX];
 
@@ -96,11 +98,80 @@ static void test_objects_313(void **state)
 	assert_int_equal(l.obj.long_size, 16);
 	assert_int_equal(l.obj.long_digits, 24);
 	assert_int_equal(l.obj.values_off, 8);	/* from the table: not exported */
+	assert_int_equal(l.obj.ref_tags, 0);	/* localsplus: plain pointers */
 
 	/* An exported object offset outside its struct costs the objects only. */
 	put64(88, 1 << 20);	/* interpreter_state.imports_modules */
 	assert_int_equal(layout_from_debug_offsets(buf, 584, 0, &l), LAYOUT_OK);
 	assert_int_equal(l.obj.managed, PYOBJ_NONE);
+}
+
+/* Object fields both 3.14 and 3.15 (Debian's 3.14.10, 3.15.2) share; each
+ * checked by the interpreter reading its own objects with ctypes. */
+static void assert_objects_314_315(const struct pyobj_layout *o)
+{
+	assert_int_equal(o->managed, PYOBJ_MANAGED_313);	/* inline values */
+	assert_int_equal(o->fr_localsplus, 80);
+	assert_int_equal(o->co_argcount, 52);
+	assert_int_equal(o->co_kwonlyargcount, 60);
+	assert_int_equal(o->co_flags, 48);
+	assert_int_equal(o->co_localsplusnames, 96);
+	assert_int_equal(o->co_localspluskinds, 104);
+	assert_int_equal(o->tp_name, 24);
+	assert_int_equal(o->tp_flags, 168);
+	assert_int_equal(o->tuple_items, 32);	/* 3.14 tuples cache their hash */
+	assert_int_equal(o->list_items, 24);
+	assert_int_equal(o->var_size, 16);
+	assert_int_equal(o->dict_keys, 32);
+	assert_int_equal(o->dict_values, 40);
+	assert_int_equal(o->float_val, 16);
+	assert_int_equal(o->long_size, 16);
+	assert_int_equal(o->long_digits, 24);
+	assert_int_equal(o->long_tagged, 1);
+	assert_int_equal(o->values_off, 8);
+	assert_int_equal(o->values_valid, 3);
+	assert_int_equal(o->ref_tags, 3);	/* localsplus holds _PyStackRef */
+}
+
+/* Debian's real 3.14.10 and 3.15.2; the bad_pos field is exported with a
+ * value outside its struct, which must cost the objects only. */
+static const struct {
+	const unsigned char *dbg;
+	size_t len;
+	uint32_t version;
+	uint16_t modules, thread_id, cached_keys, native_tid;
+	size_t bad_pos;
+} real_314_315[] = {
+	{ debug_offsets_314, sizeof(debug_offsets_314), 0x030e0af0, 7688, 152, 880, 160,
+	  456 },	/* tuple_object.ob_item */
+	/* PyTypeObject grew a word: ht_cached_keys moved */
+	{ debug_offsets_315, sizeof(debug_offsets_315), 0x030f02f0, 7592, 176, 888, 184,
+	  96 },		/* interpreter_state.imports_modules */
+};
+
+static void test_objects_314_315(void **state)
+{
+	struct py_layout l;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(real_314_315) / sizeof(real_314_315[0]); i++) {
+		memset(buf, 0, sizeof(buf));
+		memcpy(buf, real_314_315[i].dbg, real_314_315[i].len);
+		assert_int_equal(layout_from_debug_offsets(buf, real_314_315[i].len, 0, &l),
+				 LAYOUT_OK);
+		assert_int_equal(l.version, real_314_315[i].version);
+		assert_objects_314_315(&l.obj);
+		assert_int_equal(l.obj.interp_modules, real_314_315[i].modules);
+		assert_int_equal(l.obj.ts_thread_id, real_314_315[i].thread_id);
+		assert_int_equal(l.obj.ht_cached_keys, real_314_315[i].cached_keys);
+		assert_int_equal(l.walk.ts_native_tid, real_314_315[i].native_tid);
+
+		put64(real_314_315[i].bad_pos, 1 << 20);
+		assert_int_equal(layout_from_debug_offsets(buf, real_314_315[i].len, 0, &l),
+				 LAYOUT_OK);
+		assert_int_equal(l.obj.managed, PYOBJ_NONE);
+	}
 }
 
 static void test_objects_builtin(void **state)
@@ -255,6 +326,7 @@ int main(void)
 		cmocka_unit_test(test_explain),
 		cmocka_unit_test(test_objects_313),
 		cmocka_unit_test(test_objects_builtin),
+		cmocka_unit_test(test_objects_314_315),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
