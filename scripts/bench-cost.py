@@ -117,16 +117,16 @@ def start_profiler(cfg, pid, stats, out, austin):
     return p
 
 
-def stop_profiler(p, cfg):
-    p.send_signal(2)
-    _, status, ru = os.wait4(p.pid, 0)
+def stop_profiler(p, cfg, idle=False):
+    """SIGINT, as a user's Ctrl-C. A run that profiled nothing (the idle
+    target) exits 1 by design; austin exits non-zero on SIGINT."""
+    if p.poll() is None:
+        p.send_signal(2)
+    p.wait()
     err = p.stderr.read()
     p.stderr.close()
-    p.returncode = os.waitstatus_to_exitcode(status)
-    if p.returncode != 0 and cfg[0] != "austin":    # austin exits non-zero on SIGINT
-        raise SystemExit("bench-cost: profiler failed: %s" % err)
-    return ru.ru_utime + ru.ru_stime
-
+    if p.returncode not in ((0, 1) if idle else (0,)) and cfg[0] != "austin":
+        raise SystemExit("bench-cost: profiler failed (%s): %s" % (label(cfg), err))
 
 def cpu_of(pid):
     """utime + stime of a process so far, in seconds (/proc)."""
@@ -198,7 +198,7 @@ def idle_run(cfg, script, seconds, spinner, austin):
         time.sleep(seconds)
         win.stop()
         if p:
-            stop_profiler(p, cfg)
+            stop_profiler(p, cfg, idle=True)
         w.kill()
         w.wait()
     return {"turns_per_s": win.turns_per_s, "prof_cpu": win.prof_cpu, "window": win.seconds}
