@@ -1268,18 +1268,30 @@ struct {
 	__type(value, __u8);	/* 1: it inherited perf events */
 } newthreads SEC(".maps");
 
-/* Before 6.2 a task had one perf context per kind (hardware, software). */
-struct task_struct___pre62 {
+/*
+ * A task's perf context: one pointer since 6.2, one per kind (hardware,
+ * software) before. Each shape is its own flavour, so the one this kernel
+ * lacks relocates to "no such field" and is never read (a type mismatch
+ * on the plain field would fail the load on 6.1).
+ */
+struct task_struct___ctx1 {
+	struct perf_event_context *perf_event_ctxp;
+} __attribute__((preserve_access_index));
+
+struct task_struct___ctx2 {
 	struct perf_event_context *perf_event_ctxp[2];
 } __attribute__((preserve_access_index));
 
 static __always_inline __u8 has_perf_context(struct task_struct *t)
 {
-	struct task_struct___pre62 *old = (void *)t;
+	struct task_struct___ctx1 *one = (void *)t;
+	struct task_struct___ctx2 *two = (void *)t;
 
-	if (bpf_core_field_size(t->perf_event_ctxp) == sizeof(void *))
-		return !!BPF_CORE_READ(t, perf_event_ctxp);
-	return BPF_CORE_READ(old, perf_event_ctxp[0]) || BPF_CORE_READ(old, perf_event_ctxp[1]);
+	if (bpf_core_field_exists(one->perf_event_ctxp))
+		return !!BPF_CORE_READ(one, perf_event_ctxp);
+	if (bpf_core_field_exists(two->perf_event_ctxp))
+		return BPF_CORE_READ(two, perf_event_ctxp[0]) || BPF_CORE_READ(two, perf_event_ctxp[1]);
+	return 0;
 }
 
 SEC("tp_btf/sched_process_fork")

@@ -135,7 +135,11 @@ def in_order(stack, frames):
 
 
 def check_load(tb, tmp):
-    profile_target(tb, "3.13", "sleep", ["-d", "1"], tmp + "/load.txt")
+    """Load, verify and attach on a sleeping target: wall mode, so the run
+    has samples (a run that profiled nothing exits 1)."""
+    out = profile_target(tb, "3.13", "sleep", ["-m", "wall", "-d", "1"], tmp + "/load.txt")
+    if not stacks(out):
+        raise RuntimeError("no samples in wall mode")
 
 
 def check_cpu(version):
