@@ -21,7 +21,7 @@ USER_OBJ := $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRC))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRC))
 
-.PHONY: all deps check unit integration bench demo install clean check-kernels
+.PHONY: all deps check unit integration bench bench-compare demo install clean check-kernels
 .DELETE_ON_ERROR:
 
 all: tachyon-bpf
@@ -92,6 +92,13 @@ check-kernels: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@python3 scripts/bench.py
+
+# This tree side by side with commit BASE (built once in ~/.cache), interleaved:
+# make bench-compare BASE=main~5
+BASE	?= HEAD
+bench-compare: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/bench-compare.sh $(BASE)
 
 demo: deps
 	@$(MAKE) --no-print-directory all
