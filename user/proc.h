@@ -36,7 +36,7 @@ struct py_location {
 	uint64_t sym_addr[LAYOUT_SYM_NR]; /* absolute, what the layout asked pyelf for */
 	uint64_t bias;			/* load bias of the object holding _PyRuntime */
 	char path[4096];		/* that object's path as the process's maps show it */
-	char version_hint[16];		/* from the file name, e.g. "3.13", may be "" */
+	char version_hint[16];		/* from a file name ("3.13") or marker symbols ("2.7"), may be "" */
 };
 
 enum proc_err {
