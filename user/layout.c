@@ -273,6 +273,7 @@ struct ver_row {
  */
 static int version_row(uint32_t version, unsigned flags, struct ver_row *r)
 {
+	const struct dbg_pos *newest = &dbg_positions[NELEM(dbg_positions) - 1];
 	unsigned minor = PY_MINOR(version);
 	size_t i;
 
@@ -288,8 +289,8 @@ static int version_row(uint32_t version, unsigned flags, struct ver_row *r)
 	for (i = 0; i < NELEM(dbg_positions); i++)
 		if (dbg_positions[i].minor == minor)
 			r->pos = &dbg_positions[i];
-	if (!r->pos && (flags & LAYOUT_FORCE) && minor > dbg_positions[NELEM(dbg_positions) - 1].minor)
-		r->pos = &dbg_positions[NELEM(dbg_positions) - 1];
+	if (!r->pos && (flags & LAYOUT_FORCE) && minor > newest->minor)
+		r->pos = newest;
 	for (i = 0; r->pos && i < NELEM(extras); i++)
 		if (extras[i].minor == r->pos->minor)
 			r->extra = &extras[i];
