@@ -683,7 +683,11 @@ static const struct {
 
 const struct layout_symbol *layout_symbol(unsigned s)
 {
-	return s < LAYOUT_SYM_NR ? &symbols[s] : NULL;
+	if (s >= LAYOUT_SYM_NR) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return &symbols[s];
 }
 
 /*

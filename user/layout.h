@@ -140,7 +140,7 @@ struct layout_symbol {
 	unsigned flags;		/* LAYOUT_SYM_MARKER */
 };
 
-/* The symbol of enum layout_sym s. */
+/* The symbol of enum layout_sym s; NULL (errno EINVAL) past the last. */
 const struct layout_symbol *layout_symbol(unsigned s);
 /*
  * Which symbols (bit 1 << enum layout_sym) to look for in a file whose name
