@@ -22,6 +22,7 @@
 #define PY_FINAL	0xf
 
 #define NO TB_NO_OFFSET
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Where each value lives inside one version's _Py_DebugOffsets. */
 struct dbg_pos {
@@ -197,16 +198,6 @@ static const struct pyobj_layout obj_facts[] = {
 	},
 };
 
-static void obj_facts_for(unsigned minor, struct pyobj_layout *out)
-{
-	size_t i;
-
-	memset(out, 0, sizeof(*out));
-	for (i = 0; i < sizeof(obj_facts) / sizeof(obj_facts[0]); i++)
-		if (obj_facts[i].minor == minor)
-			*out = obj_facts[i];
-}
-
 /* 3.11 and 3.12: no debug offsets; verified with DWARF and live walks. */
 static const struct py_layout builtin[] = {
 	{
@@ -266,6 +257,46 @@ static const struct py_layout builtin[] = {
 	},
 };
 
+/* The table rows of one version. */
+struct ver_row {
+	const struct py_layout *builtin;	/* versions without debug offsets */
+	const struct dbg_pos *pos;		/* versions with them */
+	const struct ver_extra *extra;		/* with pos */
+	const struct pyobj_layout *obj;		/* NULL: objects not described */
+};
+
+/*
+ * The one place where a version number picks table rows. Forced
+ * (LAYOUT_FORCE), a version newer than the tables gets the newest debug
+ * offsets and facts as the nearest guess, but no object layout. 0 if the
+ * version has a layout, LAYOUT_UNSUPPORTED if not.
+ */
+static int version_row(uint32_t version, unsigned flags, struct ver_row *r)
+{
+	const struct dbg_pos *newest = &dbg_positions[NELEM(dbg_positions) - 1];
+	unsigned minor = PY_MINOR(version);
+	size_t i;
+
+	memset(r, 0, sizeof(*r));
+	if (PY_MAJOR(version) != 3)
+		return LAYOUT_UNSUPPORTED;
+	for (i = 0; i < NELEM(obj_facts); i++)
+		if (obj_facts[i].minor == minor)
+			r->obj = &obj_facts[i];
+	for (i = 0; i < NELEM(builtin); i++)
+		if (PY_MINOR(builtin[i].version) == minor)
+			r->builtin = &builtin[i];
+	for (i = 0; i < NELEM(dbg_positions); i++)
+		if (dbg_positions[i].minor == minor)
+			r->pos = &dbg_positions[i];
+	if (!r->pos && (flags & LAYOUT_FORCE) && minor > newest->minor)
+		r->pos = newest;
+	for (i = 0; r->pos && i < NELEM(extras); i++)
+		if (extras[i].minor == r->pos->minor)
+			r->extra = &extras[i];
+	return r->builtin || (r->pos && r->extra) ? LAYOUT_OK : LAYOUT_UNSUPPORTED;
+}
+
 static uint16_t max16(uint16_t a, uint16_t b)
 {
 	return a > b ? a : b;
@@ -323,7 +354,8 @@ uint32_t layout_debug_version(const void *buf, size_t len)
 	return (uint32_t)v;
 }
 
-int layout_has_debug_offsets(uint32_t version)
+/* 1 if this version exports _Py_DebugOffsets (3.13+). */
+static int layout_has_debug_offsets(uint32_t version)
 {
 	return PY_MAJOR(version) == 3 && PY_MINOR(version) >= 13;
 }
@@ -355,29 +387,6 @@ static int check_version(uint32_t version, unsigned flags)
 	return LAYOUT_OK;
 }
 
-static const struct dbg_pos *find_pos(unsigned minor, unsigned flags)
-{
-	size_t i, n = sizeof(dbg_positions) / sizeof(dbg_positions[0]);
-
-	for (i = 0; i < n; i++)
-		if (dbg_positions[i].minor == minor)
-			return &dbg_positions[i];
-	/* Forced: the newest layout we know is the nearest guess. */
-	if ((flags & LAYOUT_FORCE) && minor > dbg_positions[n - 1].minor)
-		return &dbg_positions[n - 1];
-	return NULL;
-}
-
-static const struct ver_extra *find_extra(unsigned minor)
-{
-	size_t i, n = sizeof(extras) / sizeof(extras[0]);
-
-	for (i = 0; i < n; i++)
-		if (extras[i].minor == minor)
-			return &extras[i];
-	return &extras[n - 1];
-}
-
 /* GIL and GC locations; 0 on success. The GIL struct is embedded in the
  * interpreter, but the interpreter may use another's: go through ceval.gil. */
 static int gil_gc(const uint8_t *b, const struct dbg_pos *p, uint64_t is,
@@ -405,14 +414,17 @@ static int gil_gc(const uint8_t *b, const struct dbg_pos *p, uint64_t is,
 
 /* The object fields 3.13+ export; a version without them leaves objects
  * undescribed (PYOBJ_NONE), which costs features, never the profile. */
-static void obj_from_debug(const uint8_t *b, const struct dbg_pos *p, unsigned minor,
-			   struct pyobj_layout *o)
+static void obj_from_debug(const uint8_t *b, const struct dbg_pos *p,
+			   const struct pyobj_layout *facts, struct pyobj_layout *o)
 {
 	uint64_t is = rd(b, p->is_size), fr = rd(b, p->fr_size), co = rd(b, p->co_size);
 	uint16_t tu_size = 0;
 	int bad = 0;
 
-	obj_facts_for(minor, o);
+	if (facts)
+		*o = *facts;
+	else
+		memset(o, 0, sizeof(*o));
 	if (p->is_modules == NO || o->managed == PYOBJ_NONE)
 		return;
 	bad |= field(b, p->is_modules, is, 8, &o->interp_modules);
@@ -437,9 +449,10 @@ static void obj_from_debug(const uint8_t *b, const struct dbg_pos *p, unsigned m
 		o->managed = PYOBJ_NONE;
 }
 
-static int parse_debug(const uint8_t *b, const struct dbg_pos *p,
-		       const struct ver_extra *x, struct py_layout *l)
+static int parse_debug(const uint8_t *b, const struct ver_row *r, struct py_layout *l)
 {
+	const struct dbg_pos *p = r->pos;
+	const struct ver_extra *x = r->extra;
 	struct tb_walk *w = &l->walk;
 	uint64_t is = rd(b, p->is_size), ts = rd(b, p->ts_size), fr = rd(b, p->fr_size);
 	uint64_t co = rd(b, p->co_size), by = rd(b, p->by_size), st = rd(b, p->st_size);
@@ -481,7 +494,7 @@ static int parse_debug(const uint8_t *b, const struct dbg_pos *p,
 		l->code_gen_size = 4;
 	}
 	bad |= gil_gc(b, p, is, x, l);
-	obj_from_debug(b, p, PY_MINOR(l->version), &l->obj);
+	obj_from_debug(b, p, r->obj, &l->obj);
 	if (bad || co > LAYOUT_CODE_MAX || (uint64_t)x->co_version + 4 > co)
 		return LAYOUT_INCONSISTENT;
 
@@ -511,7 +524,7 @@ int layout_from_debug_offsets(const void *buf, size_t len, unsigned flags,
 			      struct py_layout *out)
 {
 	const uint8_t *b = buf;
-	const struct dbg_pos *p;
+	struct ver_row r;
 	uint32_t version = layout_debug_version(buf, len);
 	uint64_t free_threaded;
 	int err;
@@ -525,21 +538,18 @@ int layout_from_debug_offsets(const void *buf, size_t len, unsigned flags,
 	err = check_version(version, flags);
 	if (err)
 		return err;
-	p = find_pos(PY_MINOR(version), flags);
-	if (!p)
+	if (version_row(version, flags, &r) || !r.pos)
 		return LAYOUT_UNSUPPORTED;
-	if (len < p->total)
+	if (len < r.pos->total)
 		return LAYOUT_TRUNCATED;
 	free_threaded = rd(b, 16);
 	if (free_threaded)
 		return LAYOUT_FREE_THREADED;
 	out->source = "_Py_DebugOffsets";
-	err = parse_debug(b, p, find_extra(p->minor), out);
+	err = parse_debug(b, &r, out);
 	out->version = version;
 	return err;
 }
-
-#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 /* The oldest and newest minor versions the tables above cover. */
 static unsigned oldest_minor(void)
@@ -560,14 +570,21 @@ const char *layout_supported(void)
 	return buf;
 }
 
-int layout_too_old(uint32_t version)
+static int too_old(uint32_t version)
 {
 	return PY_MAJOR(version) < 3 ||
 	       (PY_MAJOR(version) == 3 && PY_MINOR(version) < oldest_minor());
 }
 
-void layout_explain(const char *name, uint32_t version, int err, char *buf, size_t len)
+int layout_too_old(const struct py_layout *l)
 {
+	return too_old(l->version);
+}
+
+void layout_explain(const struct py_layout *l, int err, char *buf, size_t len)
+{
+	const char *name = l->name;
+
 	if (err == LAYOUT_PRERELEASE)
 		snprintf(buf, len, "Python %s is a pre-release, whose layout changes between builds (use --force-version to try the nearest known layout)",
 			 name);
@@ -577,7 +594,7 @@ void layout_explain(const char *name, uint32_t version, int err, char *buf, size
 	else if (err != LAYOUT_UNSUPPORTED)
 		snprintf(buf, len, "Python %s: %s (tachyon-bpf reads %s; use --force-version to try the nearest known layout)",
 			 name, layout_strerror(err), layout_supported());
-	else if (layout_too_old(version))
+	else if (too_old(l->version))
 		snprintf(buf, len, "Python %s is too old: tachyon-bpf reads Python %s (run the program with one of those)",
 			 name, layout_supported());
 	else
@@ -587,7 +604,7 @@ void layout_explain(const char *name, uint32_t version, int err, char *buf, size
 
 int layout_from_version(uint32_t version, unsigned flags, struct py_layout *out)
 {
-	size_t i;
+	struct ver_row r;
 	int err;
 
 	memset(out, 0, sizeof(*out));
@@ -597,15 +614,13 @@ int layout_from_version(uint32_t version, unsigned flags, struct py_layout *out)
 	err = check_version(version, flags);
 	if (err)
 		return err;
-	for (i = 0; i < sizeof(builtin) / sizeof(builtin[0]); i++) {
-		if (PY_MINOR(builtin[i].version) != PY_MINOR(version))
-			continue;
-		*out = builtin[i];
-		out->version = version;
-		obj_facts_for(PY_MINOR(version), &out->obj);
-		return finish(out);
-	}
-	return LAYOUT_UNSUPPORTED;
+	if (version_row(version, flags, &r) || !r.builtin)
+		return LAYOUT_UNSUPPORTED;
+	*out = *r.builtin;
+	out->version = version;
+	if (r.obj)
+		out->obj = *r.obj;
+	return finish(out);
 }
 
 const char *layout_strerror(int err)
@@ -625,6 +640,8 @@ const char *layout_strerror(int err)
 		return "_Py_DebugOffsets values do not fit this version's structures";
 	case LAYOUT_PRERELEASE:
 		return "pre-release layouts change between builds";
+	case LAYOUT_NO_VERSION:
+		return "nothing tells the interpreter's version";
 	}
 	return "unknown layout error";
 }
@@ -639,4 +656,184 @@ void py_version_str(uint32_t v, char *buf, size_t len)
 		snprintf(buf, len, "%u.%u.%u%s%u", PY_MAJOR(v), PY_MINOR(v), PY_MICRO(v),
 			 PY_LEVEL(v) == 0xc ? "rc" : (char[]){ level[PY_LEVEL(v)], 0 },
 			 PY_SERIAL(v));
+}
+
+/*
+ * Symbols pyelf looks for. _Py_next_func_version is 3.12's code counter
+ * (a hidden global: .symtab only); the markers tell an interpreter too old
+ * for _PyRuntime by what it defines: Py_InitModule4_64 exists in Python 2
+ * only, PyCapsule_New from 2.7 on.
+ */
+static const struct layout_symbol symbols[LAYOUT_SYM_NR] = {
+	[LAYOUT_SYM_FUNC_VERSION] = { "_Py_next_func_version", 4, 0 },
+	[LAYOUT_SYM_PY2_MODULE] = { "Py_InitModule4_64", 0, LAYOUT_SYM_MARKER },
+	[LAYOUT_SYM_CAPSULE] = { "PyCapsule_New", 0, LAYOUT_SYM_MARKER },
+};
+
+#define SYM_BIT(s)	(1u << (s))
+
+/* Most precise first: the first rule whose symbols are all found names it. */
+static const struct {
+	uint32_t found;
+	const char *name;
+} marker_rules[] = {
+	{ SYM_BIT(LAYOUT_SYM_PY2_MODULE) | SYM_BIT(LAYOUT_SYM_CAPSULE), "2.7" },
+	{ SYM_BIT(LAYOUT_SYM_PY2_MODULE), "2" },
+};
+
+const struct layout_symbol *layout_symbol(unsigned s)
+{
+	if (s >= LAYOUT_SYM_NR) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return &symbols[s];
+}
+
+/*
+ * "3.10" -> 0x030a00f0, "2" -> 0x020000f0 (micro unknown: assumed final),
+ * with the name to show ("3.10", "2"); 0 if text names no version.
+ */
+static uint32_t version_from_text(const char *text, char *name, size_t len)
+{
+	unsigned major, minor;
+	int n;
+
+	if (!text)
+		return 0;
+	n = sscanf(text, "%u.%u", &major, &minor);
+	if (n < 1 || !major || major > 0xff || (n == 2 && minor > 0xff))
+		return 0;
+	if (n == 1) {
+		snprintf(name, len, "%u", major);
+		return (major << 24) | 0xf0;
+	}
+	snprintf(name, len, "%u.%u", major, minor);
+	return (major << 24) | (minor << 16) | 0xf0;
+}
+
+uint32_t layout_symbols_wanted(const char *file_version)
+{
+	struct ver_row r;
+	uint32_t want = 0, v;
+	char name[16];
+	unsigned s;
+
+	for (s = 0; s < LAYOUT_SYM_NR; s++)
+		if (symbols[s].flags & LAYOUT_SYM_MARKER)
+			want |= SYM_BIT(s);
+	v = version_from_text(file_version, name, sizeof(name));
+	if (v && !version_row(v, 0, &r) && r.builtin && r.builtin->code_gen_symbol)
+		want |= SYM_BIT(LAYOUT_SYM_FUNC_VERSION);
+	return want;
+}
+
+void layout_version_from_symbols(uint32_t found, char *buf, size_t len)
+{
+	size_t i;
+
+	buf[0] = '\0';
+	for (i = 0; i < NELEM(marker_rules); i++) {
+		if ((found & marker_rules[i].found) == marker_rules[i].found) {
+			snprintf(buf, len, "%s", marker_rules[i].name);
+			return;
+		}
+	}
+}
+
+/* Without debug offsets: Py_Version (3.11+), else the file's name. */
+static int resolve_by_number(const struct layout_facts *f, unsigned flags,
+			     struct py_layout *out)
+{
+	char name[sizeof(out->name)] = "";
+	uint32_t version = f->py_version;
+	int err;
+
+	if (version)
+		py_version_str(version, name, sizeof(name));
+	else
+		version = version_from_text(f->file_version, name, sizeof(name));
+	if (!version) {
+		memset(out, 0, sizeof(*out));
+		return LAYOUT_NO_VERSION;
+	}
+	err = layout_from_version(version, flags, out);
+	memcpy(out->name, name, sizeof(out->name));
+	return err;
+}
+
+int layout_resolve(const struct layout_facts *f, unsigned flags, struct py_layout *out)
+{
+	uint32_t version = 0;
+	int err;
+
+	if (f->runtime)
+		version = layout_debug_version(f->runtime, f->runtime_len);
+	if (!version)
+		return resolve_by_number(f, flags, out);
+	err = layout_from_debug_offsets(f->runtime, f->runtime_len, flags, out);
+	py_version_str(version, out->name, sizeof(out->name));
+	if (err == LAYOUT_FREE_THREADED)
+		strncat(out->name, "t", sizeof(out->name) - strlen(out->name) - 1);
+	return err;
+}
+
+/*
+ * The main interpreter: the last of the runtime's list, as each new one is
+ * put at its head. 0 while the interpreter is not up.
+ */
+static uint64_t main_interp(const struct py_layout *l, layout_read_fn rd, void *ctx)
+{
+	const struct tb_walk *w = &l->walk;
+	uint64_t interp = 0, next;
+	int i;
+
+	if (rd(ctx, w->runtime_addr + w->rt_interp_head, &interp, sizeof(interp)))
+		return 0;
+	for (i = 0; interp && i < TB_MAX_INTERPS; i++) {
+		if (rd(ctx, interp + w->interp_next, &next, sizeof(next)))
+			return 0;
+		if (!next)
+			return interp;
+		interp = next;
+	}
+	return 0;	/* more than the walker follows: no status, no counter */
+}
+
+/*
+ * Absolute addresses of the GIL in use, of the GC's "collecting" flag and
+ * of the code counter, for the main interpreter (not the newest one, which
+ * is the list's head once a subinterpreter exists).
+ */
+int layout_bind_status(struct py_layout *l, const struct layout_addrs *a, layout_read_fn rd,
+		       void *ctx)
+{
+	struct tb_walk *w = &l->walk;
+	uint64_t interp = main_interp(l, rd, ctx), gil = 0;
+
+	if (!interp)
+		return 0;
+	if (l->gil_in_runtime != NO)
+		gil = w->runtime_addr + l->gil_in_runtime;
+	else if (rd(ctx, interp + l->gil_ptr_in_interp, &gil, sizeof(gil)))
+		gil = 0;
+	w->gil_addr = gil;
+	w->gc_addr = l->gc_collecting ? interp + l->gc_collecting : 0;
+	w->code_gen_size = l->code_gen_size;
+	if (l->interp_code_gen != NO)
+		w->code_gen_addr = interp + l->interp_code_gen;
+	else if (l->code_gen_symbol)
+		w->code_gen_addr = a->sym[LAYOUT_SYM_FUNC_VERSION];
+	w->main_interp = l->code_gen_symbol ? 0 : interp;
+	if (!w->code_gen_addr)
+		w->code_gen_size = 0;
+	return gil != 0;
+}
+
+int layout_bind(struct py_layout *l, const struct layout_addrs *a, layout_read_fn rd,
+		void *ctx)
+{
+	l->walk.runtime_addr = a->runtime;
+	l->walk.code_type_addr = a->code_type;
+	return layout_bind_status(l, a, rd, ctx);
 }

@@ -8,6 +8,7 @@
 #ifndef TB_LAYOUT_H
 #define TB_LAYOUT_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "tachyon.h"
@@ -58,7 +59,8 @@ struct pyobj_layout {
 };
 
 struct py_layout {
-	uint32_t version;	/* PY_VERSION_HEX */
+	uint32_t version;	/* PY_VERSION_HEX; only layout.c takes it apart */
+	char name[24];		/* the version for people: "3.13.0", "3.10", "3.13.0t" */
 	const char *source;	/* where the offsets came from, for -v */
 	struct tb_walk walk;	/* runtime_addr/code_type_addr are per process */
 	uint16_t co_size;	/* bytes of a code object to read */
@@ -86,14 +88,16 @@ struct py_layout {
 	struct pyobj_layout obj;
 };
 
+/* Errors: negative errnos, each naming one reason (layout_strerror). */
 enum layout_err {
 	LAYOUT_OK = 0,
-	LAYOUT_BAD_COOKIE = -1,		/* not a _Py_DebugOffsets */
-	LAYOUT_UNSUPPORTED = -2,	/* a version we have no layout for */
-	LAYOUT_TRUNCATED = -3,		/* fewer bytes than the version's struct */
-	LAYOUT_FREE_THREADED = -4,	/* Py_GIL_DISABLED build */
-	LAYOUT_INCONSISTENT = -5,	/* offsets outside their structs */
-	LAYOUT_PRERELEASE = -6,		/* alpha/beta/rc: layouts drift */
+	LAYOUT_BAD_COOKIE = -EBADMSG,		/* not a _Py_DebugOffsets */
+	LAYOUT_UNSUPPORTED = -ENOTSUP,		/* a version we have no layout for */
+	LAYOUT_TRUNCATED = -ENODATA,		/* fewer bytes than the version's struct */
+	LAYOUT_FREE_THREADED = -EPROTONOSUPPORT, /* Py_GIL_DISABLED build */
+	LAYOUT_INCONSISTENT = -EINVAL,		/* offsets outside their structs */
+	LAYOUT_PRERELEASE = -EAGAIN,		/* alpha/beta/rc: layouts drift */
+	LAYOUT_NO_VERSION = -ENOENT,		/* nothing in the process tells its version */
 };
 
 /* Accept a pre-release or unknown micro version with the nearest layout. */
@@ -105,24 +109,103 @@ enum layout_err {
 /* Bytes to read at &_PyRuntime to be sure to cover any known debug offsets. */
 #define LAYOUT_DEBUG_OFFSETS_MAX 1024
 
+/*
+ * The module's interface is two steps:
+ *
+ *  1. layout_resolve(): from what the interpreter's files and memory show
+ *     (_Py_DebugOffsets at _PyRuntime, the Py_Version value, the version
+ *     in a file name), the version and its offsets (struct py_layout).
+ *  2. layout_bind(): the process's addresses (_PyRuntime, PyCode_Type, the
+ *     symbols layout_symbols_wanted() asked pyelf to find) and what must be
+ *     read from the running interpreter (GIL, GC state, code counter)
+ *     written into the layout's tb_walk.
+ *
+ * Everything that depends on a version number lives behind these two and
+ * the message helpers below; callers never look at version numbers.
+ */
+
+/* Symbols besides _PyRuntime, PyCode_Type and Py_Version that pyelf finds. */
+enum layout_sym {
+	LAYOUT_SYM_FUNC_VERSION,	/* a code counter kept in a hidden global */
+	LAYOUT_SYM_PY2_MODULE,		/* defined by Python 2 only */
+	LAYOUT_SYM_CAPSULE,		/* Python 2.7 and 3.1+ */
+	LAYOUT_SYM_NR,
+};
+
+#define LAYOUT_SYM_MARKER	1u	/* only tells a version; no need to search on */
+
+struct layout_symbol {
+	const char *name;
+	uint32_t size;		/* st_size the symbol must have, 0 for any */
+	unsigned flags;		/* LAYOUT_SYM_MARKER */
+};
+
+/* The symbol of enum layout_sym s; NULL (errno EINVAL) past the last. */
+const struct layout_symbol *layout_symbol(unsigned s);
+/*
+ * Which symbols (bit 1 << enum layout_sym) to look for in a file whose name
+ * or soname says `file_version` ("3.12"; "" if none): markers always, a
+ * hidden global only for the version that has it (.symtab is searched
+ * until every non-marker symbol wanted is found).
+ */
+uint32_t layout_symbols_wanted(const char *file_version);
+/* "2.7" / "2" from the markers found (bits of enum layout_sym), "" if none. */
+void layout_version_from_symbols(uint32_t found, char *buf, size_t len);
+
+/* What the process shows of its version: step 1's input. */
+struct layout_facts {
+	const void *runtime;	/* bytes read at &_PyRuntime, NULL if none */
+	size_t runtime_len;
+	uint32_t py_version;	/* Py_Version's value, 0 if absent or unread */
+	const char *file_version; /* "3.10", "2.7", "2" from file names/markers, or "" */
+};
+
+/*
+ * Step 1: the version (out->version, out->name, filled even on failure)
+ * and its layout. 0, or a negative enum layout_err; layout_explain() makes
+ * the message.
+ */
+int layout_resolve(const struct layout_facts *f, unsigned flags, struct py_layout *out);
+
+/* Reads the target's memory: 0 or a negative errno. */
+typedef int (*layout_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
+
+/* Where a process's symbols are (absolute addresses, 0 if unknown). */
+struct layout_addrs {
+	uint64_t runtime;		/* &_PyRuntime */
+	uint64_t code_type;		/* &PyCode_Type */
+	uint64_t sym[LAYOUT_SYM_NR];	/* what layout_symbols_wanted() asked */
+};
+
+/*
+ * Step 2: the process's addresses into l->walk. The GIL, the GC state and
+ * the code counter hang off the main interpreter, which exists only once
+ * the interpreter is up: until then they stay 0, and layout_bind_status()
+ * tries again. Returns 1 if the GIL address is known after the call.
+ */
+int layout_bind(struct py_layout *l, const struct layout_addrs *a, layout_read_fn rd,
+		void *ctx);
+int layout_bind_status(struct py_layout *l, const struct layout_addrs *a, layout_read_fn rd,
+		       void *ctx);
+
+/* Lower steps of layout_resolve(), for tests and fuzzers. */
 /* 3.13+: parse the _Py_DebugOffsets at the start of _PyRuntime. */
 int layout_from_debug_offsets(const void *buf, size_t len, unsigned flags,
 			      struct py_layout *out);
-/* Versions before 3.13: the built-in table for PY_VERSION_HEX. */
+/* Versions without debug offsets: the built-in table for PY_VERSION_HEX. */
 int layout_from_version(uint32_t version, unsigned flags, struct py_layout *out);
-/* 1 if this version exports _Py_DebugOffsets (3.13+). */
-int layout_has_debug_offsets(uint32_t version);
 /* Version found in a _Py_DebugOffsets header, 0 if the cookie is wrong. */
 uint32_t layout_debug_version(const void *buf, size_t len);
 
 const char *layout_strerror(int err);
-/* "3.11 to 3.15": the versions the built-in knowledge covers. */
+/* "3.11 to 3.15": the versions the tables cover, derived from them. */
 const char *layout_supported(void);
-/* 1 if version is older than any the tables cover. */
-int layout_too_old(uint32_t version);
-/* Why Python `name` (e.g. "3.9", "3.13.0t") cannot be read, given a
- * layout_* error: "<why> (<what to do>)", for a one-line message. */
-void layout_explain(const char *name, uint32_t version, int err, char *buf, size_t len);
+/* 1 if the version of a resolved (or refused) layout is older than any the
+ * tables cover. */
+int layout_too_old(const struct py_layout *l);
+/* Why Python l->name cannot be read, given layout_resolve()'s error:
+ * "<why> (<what to do>)", for a one-line message. */
+void layout_explain(const struct py_layout *l, int err, char *buf, size_t len);
 /* "3.13.0", "3.14.0b2" */
 void py_version_str(uint32_t version, char *buf, size_t len);
 

@@ -68,6 +68,8 @@ struct locate {
 	bool exe_ok;
 	int access_errno;		/* last EACCES/EPERM met opening a candidate */
 	const char *access_path;	/* ... and the file it was met on */
+	char old_version[16];		/* version of a file without _PyRuntime */
+	const char *old_path;		/* ... and that file */
 	char *err;
 	size_t errlen;
 };
@@ -670,6 +672,7 @@ static int try_object(struct locate *lc, const struct object *o,
 	char why[128];
 	uint64_t bias;
 	int fd, ret, e;
+	size_t i;
 
 	fd = open_object(lc, o);
 	if (fd < 0) {
@@ -682,6 +685,11 @@ static int try_object(struct locate *lc, const struct object *o,
 	close(fd);
 	if (ret < 0 && rank < RANK_EXEC)
 		seterr(lc->err, lc->errlen, "%s: %s", o->path, why);
+	if (ret == 1 && info.soname_version[0] && !lc->old_version[0]) {
+		/* an interpreter too old for _PyRuntime, known by its symbols */
+		snprintf(lc->old_version, sizeof(lc->old_version), "%s", info.soname_version);
+		lc->old_path = o->path;
+	}
 	if (ret)
 		return PROC_NOT_PYTHON;
 	bias = o->base - info.load_vaddr;
@@ -697,7 +705,8 @@ static int try_object(struct locate *lc, const struct object *o,
 	loc->runtime_size = info.runtime_size;
 	loc->code_type_addr = rebase(info.code_type_vaddr, bias);
 	loc->py_version_addr = rebase(info.py_version_vaddr, bias);
-	loc->func_version_addr = rebase(info.func_version_vaddr, bias);
+	for (i = 0; i < LAYOUT_SYM_NR; i++)
+		loc->sym_addr[i] = rebase(info.sym_vaddr[i], bias);
 	snprintf(loc->path, sizeof(loc->path), "%s", o->path);
 	snprintf(loc->version_hint, sizeof(loc->version_hint), "%s", info.soname_version);
 	return PROC_OK;
@@ -732,6 +741,10 @@ static void version_of_names(const struct locate *lc, struct py_location *loc)
 			continue;
 		pyelf_version_from_name(o->path, loc->version_hint, sizeof(loc->version_hint));
 		snprintf(loc->path, sizeof(loc->path), "%s", o->path);
+	}
+	if (!loc->version_hint[0] && lc->old_version[0]) {
+		snprintf(loc->version_hint, sizeof(loc->version_hint), "%s", lc->old_version);
+		snprintf(loc->path, sizeof(loc->path), "%s", lc->old_path);
 	}
 }
 

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "layout.h"
 
 /* One line of /proc/PID/maps. */
 struct proc_map {
@@ -32,10 +33,10 @@ struct py_location {
 	uint64_t runtime_size;
 	uint64_t code_type_addr;	/* absolute &PyCode_Type, 0 if unknown */
 	uint64_t py_version_addr;	/* absolute &Py_Version, 0 if unknown */
-	uint64_t func_version_addr;	/* absolute &_Py_next_func_version (3.12), 0 if unknown */
+	uint64_t sym_addr[LAYOUT_SYM_NR]; /* absolute, what the layout asked pyelf for */
 	uint64_t bias;			/* load bias of the object holding _PyRuntime */
 	char path[4096];		/* that object's path as the process's maps show it */
-	char version_hint[16];		/* from the file name, e.g. "3.13", may be "" */
+	char version_hint[16];		/* from a file name ("3.13") or marker symbols ("2.7"), may be "" */
 };
 
 enum proc_err {

@@ -55,9 +55,10 @@ struct symbols {
 	uint64_t runtime, runtime_size;
 	uint64_t code_type;
 	uint64_t py_version;
-	uint64_t func_version;	/* _Py_next_func_version (3.12, not exported) */
+	uint64_t sym[LAYOUT_SYM_NR];	/* what the layout asked for */
+	uint32_t want;		/* bits of enum layout_sym to look for */
+	uint32_t found;
 	bool has_runtime;
-	bool want_func_version;
 };
 
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
@@ -235,6 +236,35 @@ static Elf_Data *table_data(Elf *elf, Elf_Scn *scn, uint64_t fsize,
 	return elf_getdata(scn, NULL);
 }
 
+/* A symbol the layout asked for (layout_symbols_wanted()). */
+static void match_wanted(const char *name, const GElf_Sym *sym, struct symbols *out)
+{
+	const struct layout_symbol *ls;
+	unsigned i;
+
+	for (i = 0; i < LAYOUT_SYM_NR; i++) {
+		ls = layout_symbol(i);
+		if (!(out->want & (1u << i)) || (out->found & (1u << i)) ||
+		    strcmp(name, ls->name) || (ls->size && sym->st_size != ls->size))
+			continue;
+		out->sym[i] = sym->st_value;
+		out->found |= 1u << i;
+		return;
+	}
+}
+
+/* Every symbol wanted that is worth searching .symtab for is found. */
+static bool wanted_done(const struct symbols *s)
+{
+	uint32_t need = 0;
+	unsigned i;
+
+	for (i = 0; i < LAYOUT_SYM_NR; i++)
+		if (!(layout_symbol(i)->flags & LAYOUT_SYM_MARKER))
+			need |= 1u << i;
+	return (s->found & (s->want & need)) == (s->want & need);
+}
+
 static void match_symbol(const char *name, const GElf_Sym *sym,
 			 struct symbols *out)
 {
@@ -246,16 +276,14 @@ static void match_symbol(const char *name, const GElf_Sym *sym,
 		out->code_type = sym->st_value;
 	} else if (!out->py_version && !strcmp(name, "Py_Version")) {
 		out->py_version = sym->st_value;
-	} else if (out->want_func_version && !out->func_version &&
-		   !strcmp(name, "_Py_next_func_version") && sym->st_size == 4) {
-		out->func_version = sym->st_value;
+	} else {
+		match_wanted(name, sym, out);
 	}
 }
 
 static bool symbols_done(const struct symbols *s)
 {
-	return s->has_runtime && s->code_type && s->py_version &&
-	       (!s->want_func_version || s->func_version);
+	return s->has_runtime && s->code_type && s->py_version && wanted_done(s);
 }
 
 static void scan_symbols(Elf *elf, Elf_Scn *scn, uint64_t fsize,
@@ -392,12 +420,28 @@ static bool pick_runtime(Elf *elf, uint64_t fsize, const struct sections *s,
 	return true;
 }
 
+/*
+ * No _PyRuntime: nothing of the file is kept but the version an
+ * interpreter too old to have one shows by its name or symbols.
+ */
+static void no_runtime(const struct symbols *syms, struct pyelf_info *out)
+{
+	char version[sizeof(out->soname_version)];
+
+	memcpy(version, out->soname_version, sizeof(version));
+	if (!version[0])
+		layout_version_from_symbols(syms->found, version, sizeof(version));
+	memset(out, 0, sizeof(*out));
+	memcpy(out->soname_version, version, sizeof(version));
+}
+
 static int inspect_elf(Elf *elf, uint64_t fsize, const char *name,
 		       struct pyelf_info *out, char *err, size_t errlen)
 {
 	struct sections secs;
 	struct symbols syms = { 0 };
 	GElf_Ehdr eh;
+	unsigned i;
 	int ret;
 
 	ret = check_header(elf, &eh, err, errlen);
@@ -414,13 +458,13 @@ static int inspect_elf(Elf *elf, uint64_t fsize, const char *name,
 	if (!out->soname_version[0])
 		version_from_soname(elf, secs.dynamic, fsize, out->soname_version,
 				    sizeof(out->soname_version));
-	/* 3.12 counts code objects in a hidden global: only .symtab has it. */
-	syms.want_func_version = !strcmp(out->soname_version, "3.12");
+	/* Which symbols this version needs is the layout's to say. */
+	syms.want = layout_symbols_wanted(out->soname_version);
 	scan_symbols(elf, secs.dynsym, fsize, &syms);
 	if (!symbols_done(&syms))
 		scan_symbols(elf, secs.symtab, fsize, &syms);
 	if (!pick_runtime(elf, fsize, &secs, &syms, out)) {
-		memset(out, 0, sizeof(*out));
+		no_runtime(&syms, out);
 		seterr(err, errlen, "no _PyRuntime");
 		return 1;
 	}
@@ -428,8 +472,11 @@ static int inspect_elf(Elf *elf, uint64_t fsize, const char *name,
 		out->code_type_vaddr = syms.code_type;
 	if (syms.py_version && vaddr_loaded(elf, fsize, syms.py_version, 8, NULL))
 		out->py_version_vaddr = syms.py_version;
-	if (syms.func_version && vaddr_loaded(elf, fsize, syms.func_version, 4, NULL))
-		out->func_version_vaddr = syms.func_version;
+	for (i = 0; i < LAYOUT_SYM_NR; i++)
+		if (syms.sym[i] && vaddr_loaded(elf, fsize, syms.sym[i],
+						layout_symbol(i)->size ? layout_symbol(i)->size : 1,
+						NULL))
+			out->sym_vaddr[i] = syms.sym[i];
 	return 0;
 }
 

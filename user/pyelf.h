@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "layout.h"
 
 struct pyelf_info {
 	uint64_t load_vaddr;		/* first PT_LOAD p_vaddr rounded down to its p_align */
@@ -19,15 +20,19 @@ struct pyelf_info {
 	uint64_t runtime_file_off;	/* file offset of _PyRuntime's bytes, 0 if NOBITS/unknown */
 	uint64_t code_type_vaddr;	/* PyCode_Type symbol, 0 if absent */
 	uint64_t py_version_vaddr;	/* Py_Version symbol (3.11+), 0 if absent */
-	uint64_t func_version_vaddr;	/* _Py_next_func_version (3.12 .symtab), 0 if absent */
-	char soname_version[16];	/* "3.13" from libpython3.13.so.1.0 / python3.13, else "" */
+	/* the symbols layout_symbols_wanted() asks for, by enum layout_sym; 0 if absent */
+	uint64_t sym_vaddr[LAYOUT_SYM_NR];
+	/* "3.13" from libpython3.13.so.1.0 / python3.13, else what the marker
+	 * symbols tell (layout_version_from_symbols(): "2.7"), else "" */
+	char soname_version[16];
 };
 
 /*
  * Inspect the ELF file open on @fd; @name (may be NULL) is its path or file
  * name, used only for soname_version.  Returns 0 if the file defines
  * _PyRuntime (@out filled), 1 if it is a valid ELF without it (or one we
- * cannot use, reason in @err), -1 if it is not a readable ELF (reason in
+ * cannot use, reason in @err; soname_version may still name the version of
+ * an interpreter too old to have _PyRuntime), -1 if it is not a readable ELF (reason in
  * @err).  The file is read with pread, never mapped, so a file truncated
  * while we read it yields an error, not SIGBUS.
  */

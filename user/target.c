@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Discover + layout for one pid: locate _PyRuntime (proc.c/pyelf.c), learn
- * the version from the live process, and reduce it to a py_layout.
+ * Discover + layout for one pid: locate _PyRuntime (proc.c/pyelf.c), hand
+ * what the process shows of its version to the layout module (resolve),
+ * then its addresses (bind). No version number is looked at here.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,127 +15,64 @@
 #include "remote.h"
 #include "target.h"
 
-static uint32_t version_from_hint(const char *hint)
+/* The target's memory, for the layout module (layout_read_fn). */
+static int read_target(void *ctx, uint64_t addr, void *buf, size_t len)
 {
-	unsigned major, minor;
+	const struct target *t = ctx;
 
-	if (sscanf(hint, "%u.%u", &major, &minor) != 2)
-		return 0;
-	/* The micro version is unknown: report "3.10" and assume final. */
-	return (major << 24) | (minor << 16) | 0xf0;
+	if (remote_read(t->pid, addr, buf, len))
+		return errno ? -errno : -EIO;
+	return 0;
 }
 
-static void version_name(uint32_t v, int from_hint, char *buf, size_t len)
+/* What pyelf found, as addresses for layout_bind(). */
+static void target_addrs(const struct target *t, struct layout_addrs *a)
 {
-	if (from_hint)
-		snprintf(buf, len, "%u.%u", v >> 24, (v >> 16) & 0xff);
-	else
-		py_version_str(v, buf, len);
+	memset(a, 0, sizeof(*a));
+	a->runtime = t->loc.runtime_addr;
+	a->code_type = t->loc.code_type_addr;
+	memcpy(a->sym, t->loc.sym_addr, sizeof(a->sym));
 }
 
-/* Read the interpreter version: _Py_DebugOffsets, else Py_Version, else the file name. */
+/* The version and layout: from _Py_DebugOffsets, else Py_Version, else the file name. */
 static int read_layout(struct target *t, unsigned flags, char *err, size_t errlen)
 {
 	uint8_t buf[LAYOUT_DEBUG_OFFSETS_MAX];
-	size_t len = sizeof(buf);
+	struct layout_facts f = { .runtime = buf, .runtime_len = sizeof(buf),
+				  .file_version = t->loc.version_hint };
 	uint64_t pv = 0;
-	uint32_t version;
-	int from_hint = 0, ret;
+	int ret;
 
-	if (t->loc.runtime_size && t->loc.runtime_size < len)
-		len = t->loc.runtime_size;
-	if (remote_read(t->pid, t->loc.runtime_addr, buf, len)) {
+	if (t->loc.runtime_size && t->loc.runtime_size < f.runtime_len)
+		f.runtime_len = t->loc.runtime_size;
+	if (remote_read(t->pid, t->loc.runtime_addr, buf, f.runtime_len)) {
 		snprintf(err, errlen, "cannot read _PyRuntime at 0x%llx: %s (is the process exiting?)",
 			 (unsigned long long)t->loc.runtime_addr, strerror(errno));
 		return errno == EPERM ? TARGET_ACCESS : TARGET_ERROR;
 	}
-	version = layout_debug_version(buf, len);
-	if (version) {
-		ret = layout_from_debug_offsets(buf, len, flags, &t->layout);
-	} else {
-		if (t->loc.py_version_addr &&
-		    !remote_read(t->pid, t->loc.py_version_addr, &pv, sizeof(pv)))
-			version = (uint32_t)pv;
-		if (!version) {
-			version = version_from_hint(t->loc.version_hint);
-			from_hint = 1;
-		}
-		if (!version) {
-			snprintf(err, errlen, "cannot tell the Python version of %s (tachyon-bpf reads %s)",
-				 t->loc.path, layout_supported());
-			return TARGET_UNSUPPORTED;
-		}
-		ret = layout_from_version(version, flags, &t->layout);
-	}
-	version_name(version, from_hint, t->version, sizeof(t->version));
-	if (ret == LAYOUT_FREE_THREADED)
-		strncat(t->version, "t", sizeof(t->version) - strlen(t->version) - 1);
+	if (t->loc.py_version_addr &&
+	    !remote_read(t->pid, t->loc.py_version_addr, &pv, sizeof(pv)))
+		f.py_version = (uint32_t)pv;
+	ret = layout_resolve(&f, flags, &t->layout);
+	snprintf(t->version, sizeof(t->version), "%s", t->layout.name);
 	if (ret == LAYOUT_OK)
 		return TARGET_OK;
-	layout_explain(t->version, version, ret, err, errlen);
+	if (ret == LAYOUT_NO_VERSION)
+		snprintf(err, errlen, "cannot tell the Python version of %s (tachyon-bpf reads %s)",
+			 t->loc.path, layout_supported());
+	else
+		layout_explain(&t->layout, ret, err, errlen);
 	return TARGET_UNSUPPORTED;
-}
-
-/*
- * The main interpreter: the last of the runtime's list, as each new one is
- * put at its head. 0 while the interpreter is not up.
- */
-static uint64_t main_interp(const struct target *t)
-{
-	const struct tb_walk *w = &t->layout.walk;
-	uint64_t interp = 0, next;
-	int i;
-
-	if (remote_read(t->pid, w->runtime_addr + w->rt_interp_head, &interp, sizeof(interp)))
-		return 0;
-	for (i = 0; interp && i < TB_MAX_INTERPS; i++) {
-		if (remote_read(t->pid, interp + w->interp_next, &next, sizeof(next)))
-			return 0;
-		if (!next)
-			return interp;
-		interp = next;
-	}
-	return 0;	/* more than the walker follows: no status, no counter */
-}
-
-/*
- * Absolute addresses of the GIL in use and of the GC's "collecting" flag,
- * for the main interpreter (not the newest one, which is the list's head
- * once a subinterpreter exists). 0 (not read) while the interpreter is
- * not up.
- */
-static void find_status(struct target *t)
-{
-	const struct py_layout *l = &t->layout;
-	struct tb_walk *w = &t->layout.walk;
-	uint64_t interp = main_interp(t), gil = 0;
-
-	if (!interp)
-		return;
-	if (l->gil_in_runtime != TB_NO_OFFSET)
-		gil = w->runtime_addr + l->gil_in_runtime;
-	else if (remote_read(t->pid, interp + l->gil_ptr_in_interp, &gil, sizeof(gil)))
-		gil = 0;
-	w->gil_addr = gil;
-	w->gc_addr = l->gc_collecting ? interp + l->gc_collecting : 0;
-	w->code_gen_size = l->code_gen_size;
-	if (l->interp_code_gen != TB_NO_OFFSET)
-		w->code_gen_addr = interp + l->interp_code_gen;
-	else if (l->code_gen_symbol)
-		w->code_gen_addr = t->loc.func_version_addr;
-	w->main_interp = l->code_gen_symbol ? 0 : interp;
-	if (!w->code_gen_addr)
-		w->code_gen_size = 0;
 }
 
 int target_refresh(struct target *t)
 {
-	uint64_t gil = t->layout.walk.gil_addr;
+	struct layout_addrs a;
 
-	if (gil)
+	if (t->layout.walk.gil_addr)
 		return 0;
-	find_status(t);
-	return t->layout.walk.gil_addr != gil;
+	target_addrs(t, &a);
+	return layout_bind_status(&t->layout, &a, read_target, t);
 }
 
 static const char *base_name(const char *p)
@@ -292,16 +230,18 @@ static void read_cwd(struct target *t)
  */
 static int old_python(struct target *t, char *err, size_t errlen)
 {
-	uint32_t version = version_from_hint(t->loc.version_hint);
+	struct layout_facts f = { .file_version = t->loc.version_hint };
+	int ret = layout_resolve(&f, 0, &t->layout);
 
-	if (!version || !layout_too_old(version))
+	if (ret == LAYOUT_NO_VERSION || !layout_too_old(&t->layout))
 		return TARGET_NOT_PYTHON;
-	layout_explain(t->loc.version_hint, version, LAYOUT_UNSUPPORTED, err, errlen);
+	layout_explain(&t->layout, LAYOUT_UNSUPPORTED, err, errlen);
 	return TARGET_UNSUPPORTED;
 }
 
 int target_open(pid_t pid, unsigned flags, struct target *t, char *err, size_t errlen)
 {
+	struct layout_addrs a;
 	int ret;
 
 	memset(t, 0, sizeof(*t));
@@ -323,9 +263,8 @@ int target_open(pid_t pid, unsigned flags, struct target *t, char *err, size_t e
 	ret = read_layout(t, flags, err, errlen);
 	if (ret)
 		return ret;
-	t->layout.walk.runtime_addr = t->loc.runtime_addr;
-	t->layout.walk.code_type_addr = t->loc.code_type_addr;
-	find_status(t);
+	target_addrs(t, &a);
+	layout_bind(&t->layout, &a, read_target, t);
 	t->start_time = proc_start_time(pid);
 	t->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	read_cwd(t);

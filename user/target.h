@@ -6,6 +6,7 @@
 #ifndef TB_TARGET_H
 #define TB_TARGET_H
 
+#include <errno.h>
 #include <limits.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -27,13 +28,14 @@ struct target {
 	double names_next;	/* session: earliest next read of threading's names */
 };
 
+/* Errors: negative errnos, one per kind of message (target_report). */
 enum target_err {
 	TARGET_OK = 0,
-	TARGET_NO_PROCESS = -1,
-	TARGET_NOT_PYTHON = -2,
-	TARGET_ACCESS = -3,
-	TARGET_UNSUPPORTED = -4,
-	TARGET_ERROR = -5,
+	TARGET_NO_PROCESS = -ESRCH,
+	TARGET_NOT_PYTHON = -ENOEXEC,
+	TARGET_ACCESS = -EACCES,
+	TARGET_UNSUPPORTED = -ENOTSUP,
+	TARGET_ERROR = -EIO,
 };
 
 /* Find the interpreter of pid and its layout. On failure err holds

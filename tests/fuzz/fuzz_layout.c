@@ -11,7 +11,9 @@
  *    (user/symbols.c: struct pending.code, TB_READ_MAX * 4 bytes);
  *  - the str layout is usable (state_shift < 32).
  * Each input runs with and without LAYOUT_FORCE; the first 4 bytes also go
- * through layout_from_version() (the 3.11/3.12 tables).
+ * through layout_from_version() (the 3.11/3.12 tables), and the whole input
+ * through layout_resolve() as the runtime bytes, Py_Version's value and a
+ * file name's version at once (the name and message always terminated).
  */
 #include "fuzz.h"
 #include "layout.h"
@@ -88,8 +90,8 @@ static void one(const uint8_t *data, size_t size, unsigned flags)
 
 	memset(&l, 0xa5, sizeof(l));
 	ret = layout_from_debug_offsets(data, size, flags, &l);
-	FUZZ_CHECK(ret <= 0 && ret >= LAYOUT_PRERELEASE, "returned %d", ret);
-	FUZZ_CHECK(layout_strerror(ret) != NULL, "no message for %d", ret);
+	FUZZ_CHECK(ret <= 0 && strcmp(layout_strerror(ret), "unknown layout error"),
+		   "returned %d", ret);
 	py_version_str(l.version, v, sizeof(v));
 	FUZZ_CHECK(memchr(v, 0, sizeof(v)), "version string not terminated");
 	if (ret == LAYOUT_OK) {
@@ -97,6 +99,27 @@ static void one(const uint8_t *data, size_t size, unsigned flags)
 			   "version 0x%x", l.version);
 		check_layout(&l);
 	}
+}
+
+/* The interface: every source of the version at once. */
+static void resolve(const uint8_t *data, size_t size, uint32_t version)
+{
+	char file_version[9] = "", msg[256];
+	struct layout_facts f = { .runtime = data, .runtime_len = size,
+				  .py_version = version, .file_version = file_version };
+	struct py_layout l;
+	int ret;
+
+	memcpy(file_version, data + (size > 8 ? 8 : 0), size > 16 ? 8 : 0);
+	layout_symbols_wanted(file_version);
+	ret = layout_resolve(&f, 0, &l);
+	FUZZ_CHECK(memchr(l.name, 0, sizeof(l.name)), "name not terminated");
+	if (ret == LAYOUT_OK) {
+		check_layout(&l);
+		return;
+	}
+	layout_explain(&l, ret, msg, sizeof(msg));
+	FUZZ_CHECK(memchr(msg, 0, sizeof(msg)) && msg[0], "no message for %d", ret);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -112,5 +135,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ret = layout_from_version(version, size > 4 && (data[4] & 1) ? LAYOUT_FORCE : 0, &l);
 	if (ret == LAYOUT_OK)
 		check_layout(&l);
+	resolve(data, size, version);
 	return 0;
 }

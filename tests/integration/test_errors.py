@@ -189,6 +189,37 @@ def test_error_python_2_7():
                   must_not=["not a Python process"], what="python 2.7.18 target")
 
 
+def _python2_unnamed():
+    """Debian 11's python2.7 (static: no libpython) copied as bin/python, as a
+    Python 2 virtualenv lays it out: no file of the process names a version,
+    only its symbols tell Python 2. Fetched once by scripts/fetch-debian.sh."""
+    import os
+    import shutil
+    from common import REPO, art_path
+    res = subprocess.run([os.path.join(REPO, "scripts", "fetch-debian.sh"), "bullseye",
+                          "python2.7-minimal", "libpython2.7-minimal"],
+                         capture_output=True, text=True, timeout=600)
+    check(res.returncode == 0, "cannot fetch Debian 11's python2.7: %s" % res.stderr.strip())
+    root = res.stdout.strip().splitlines()[-1]
+    exe = art_path("venv2/bin/python")
+    os.makedirs(os.path.dirname(exe), exist_ok=True)
+    shutil.copy(os.path.join(root, "usr", "bin", "python2.7"), exe)
+    env = dict(os.environ, PYTHONHOME=os.path.join(root, "usr"))
+    p = spawn([exe, "-c", "import sys, time; sys.stdout.write('up\\n'); sys.stdout.flush(); "
+               "time.sleep(60)"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=env)
+    check(p.stdout.readline() == b"up\n", "python2.7 copy did not start")
+    return p
+
+
+@timeout(120)
+def test_error_python_2_unnamed():
+    """A Python 2 whose files do not name it (bin/python, static) was 'not a
+    Python process': one line naming Python 2.7 as too old instead."""
+    p = _python2_unnamed()
+    _expect_error(p.pid, ["-d", 1], 1, must=[r"Python 2\.7 is too old", r"3\.11 to 3\.1\d"],
+                  must_not=["not a Python process"], what="static python2.7 as bin/python")
+
+
 @timeout(30)
 def test_error_python_3_6():
     p = _old_python("3.6.15", "python3.6")

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* The per-version layout: _Py_DebugOffsets parsing and built-in tables. */
+/* The per-version layout: resolve, bind, _Py_DebugOffsets parsing and built-in tables. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -291,25 +292,232 @@ static void test_builtin_tables(void **state)
 	assert_int_equal(layout_from_version(0x020700f0, 0, &l), LAYOUT_UNSUPPORTED);
 }
 
+/* Resolve from the facts a process shows: only the debug offsets. */
+static int resolve_buf(size_t len, unsigned flags, struct py_layout *l)
+{
+	struct layout_facts f = { .runtime = buf, .runtime_len = len, .file_version = "" };
+
+	return layout_resolve(&f, flags, l);
+}
+
+/* Resolve from Py_Version's value and a file name's version. */
+static int resolve_num(uint32_t py_version, const char *file_version, struct py_layout *l)
+{
+	struct layout_facts f = { .py_version = py_version, .file_version = file_version };
+
+	return layout_resolve(&f, 0, l);
+}
+
 /* Messages name the version found and the range the tables cover, once. */
 static void test_explain(void **state)
 {
-	char buf[256];
+	struct py_layout l;
+	char msg[256];
+
+	(void)state;
+	assert_int_equal(resolve_num(0, "2.7", &l), LAYOUT_UNSUPPORTED);
+	layout_explain(&l, LAYOUT_UNSUPPORTED, msg, sizeof(msg));
+	assert_non_null(strstr(msg, "Python 2.7 is too old"));
+	assert_non_null(strstr(msg, "3.11 to 3.15"));
+	assert_int_equal(resolve_num(0, "3.10", &l), LAYOUT_UNSUPPORTED);
+	layout_explain(&l, LAYOUT_UNSUPPORTED, msg, sizeof(msg));
+	assert_non_null(strstr(msg, "Python 3.10 is too old"));
+	load_313();
+	put64(8, 0x031000f0);
+	assert_int_equal(resolve_buf(584, 0, &l), LAYOUT_UNSUPPORTED);
+	layout_explain(&l, LAYOUT_UNSUPPORTED, msg, sizeof(msg));
+	assert_non_null(strstr(msg, "Python 3.16.0 is newer"));
+	assert_non_null(strstr(msg, "--force-version"));
+	put64(8, 0x030e00b2);
+	assert_int_equal(resolve_buf(584, 0, &l), LAYOUT_PRERELEASE);
+	layout_explain(&l, LAYOUT_PRERELEASE, msg, sizeof(msg));
+	assert_non_null(strstr(msg, "Python 3.14.0b2 is a pre-release"));
+	load_313();
+	put64(16, 1);
+	assert_int_equal(resolve_buf(584, 0, &l), LAYOUT_FREE_THREADED);
+	layout_explain(&l, LAYOUT_FREE_THREADED, msg, sizeof(msg));
+	assert_non_null(strstr(msg, "Python 3.13.0t is a free-threaded"));
+}
+
+/* Version -> row: each source of the version picks the row of its version. */
+static void test_resolve_rows(void **state)
+{
+	struct py_layout l;
+
+	(void)state;
+	assert_int_equal(resolve_num(0x030b07f0, "", &l), LAYOUT_OK);
+	assert_string_equal(l.source, "built-in table (3.11)");
+	assert_string_equal(l.name, "3.11.7");
+	assert_int_equal(l.walk.cframe_frame, 8);
+	assert_int_equal(resolve_num(0x030c01f0, "", &l), LAYOUT_OK);
+	assert_string_equal(l.source, "built-in table (3.12)");
+	assert_string_equal(l.name, "3.12.1");
+	/* Py_Version is exact; a file name only gives major.minor. */
+	assert_int_equal(resolve_num(0x030b07f0, "3.12", &l), LAYOUT_OK);
+	assert_string_equal(l.name, "3.11.7");
+	assert_int_equal(resolve_num(0, "3.12", &l), LAYOUT_OK);
+	assert_string_equal(l.name, "3.12");
+	assert_string_equal(l.source, "built-in table (3.12)");
+	/* The debug offsets win over everything else. */
+	load_313();
+	{
+		struct layout_facts f = { .runtime = buf, .runtime_len = 584,
+					  .py_version = 0x030b07f0, .file_version = "3.12" };
+
+		assert_int_equal(layout_resolve(&f, 0, &l), LAYOUT_OK);
+	}
+	assert_string_equal(l.source, "_Py_DebugOffsets");
+	assert_string_equal(l.name, "3.13.0");
+	assert_int_equal(l.walk.cframe_frame, TB_NO_OFFSET);
+	/* Nothing tells the version. */
+	assert_int_equal(resolve_num(0, "", &l), LAYOUT_NO_VERSION);
+	assert_int_equal(resolve_num(0, "python", &l), LAYOUT_NO_VERSION);
+	assert_non_null(layout_strerror(LAYOUT_NO_VERSION));
+}
+
+/* The range text comes from the tables, and agrees with what resolves. */
+static void test_range(void **state)
+{
+	struct py_layout l;
 
 	(void)state;
 	assert_string_equal(layout_supported(), "3.11 to 3.15");
-	layout_explain("2.7", 0x020700f0, LAYOUT_UNSUPPORTED, buf, sizeof(buf));
-	assert_non_null(strstr(buf, "Python 2.7 is too old"));
-	assert_non_null(strstr(buf, "3.11 to 3.15"));
-	layout_explain("3.10", 0x030a00f0, LAYOUT_UNSUPPORTED, buf, sizeof(buf));
-	assert_non_null(strstr(buf, "Python 3.10 is too old"));
-	layout_explain("3.16.0", 0x031000f0, LAYOUT_UNSUPPORTED, buf, sizeof(buf));
-	assert_non_null(strstr(buf, "newer"));
-	assert_non_null(strstr(buf, "--force-version"));
-	layout_explain("3.14.0b2", 0x030e00b2, LAYOUT_PRERELEASE, buf, sizeof(buf));
-	assert_non_null(strstr(buf, "pre-release"));
-	layout_explain("3.13.0t", 0x030d00f0, LAYOUT_FREE_THREADED, buf, sizeof(buf));
-	assert_non_null(strstr(buf, "free-threaded"));
+	assert_int_equal(resolve_num(0x030b00f0, "", &l), LAYOUT_OK);	/* the oldest */
+	assert_int_equal(resolve_num(0x030a0df0, "", &l), LAYOUT_UNSUPPORTED);
+	memcpy(buf, debug_offsets_315, sizeof(debug_offsets_315));	/* the newest */
+	assert_int_equal(resolve_buf(sizeof(debug_offsets_315), 0, &l), LAYOUT_OK);
+	assert_string_equal(l.name, "3.15.2");
+}
+
+/* Older versions are refused as too old, newer ones as newer; forced, a
+ * newer one takes the nearest layout, an older one never. */
+static void test_refusal(void **state)
+{
+	static const char *const old[] = { "2", "2.7", "3.7", "3.10" };
+	struct py_layout l;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(old) / sizeof(old[0]); i++) {
+		assert_int_equal(resolve_num(0, old[i], &l), LAYOUT_UNSUPPORTED);
+		assert_true(layout_too_old(&l));
+		assert_string_equal(l.name, old[i]);
+	}
+	assert_int_equal(resolve_num(0x030a0df0, "", &l), LAYOUT_UNSUPPORTED);
+	assert_true(layout_too_old(&l));
+	assert_string_equal(l.name, "3.10.13");
+	memcpy(buf, debug_offsets_315, sizeof(debug_offsets_315));
+	put64(8, 0x031000f0);
+	assert_int_equal(resolve_buf(sizeof(debug_offsets_315), 0, &l), LAYOUT_UNSUPPORTED);
+	assert_false(layout_too_old(&l));
+	assert_int_equal(resolve_buf(sizeof(debug_offsets_315), LAYOUT_FORCE, &l), LAYOUT_OK);
+	assert_string_equal(l.name, "3.16.0");
+	assert_int_equal(l.obj.managed, PYOBJ_NONE);	/* objects not guessed */
+	assert_int_equal(layout_from_version(0x030a0df0, LAYOUT_FORCE, &l), LAYOUT_UNSUPPORTED);
+}
+
+/* What pyelf is asked to find depends on the version a file names. */
+static void test_symbols_wanted(void **state)
+{
+	const uint32_t fv = 1u << LAYOUT_SYM_FUNC_VERSION;
+	const uint32_t py2 = 1u << LAYOUT_SYM_PY2_MODULE, cap = 1u << LAYOUT_SYM_CAPSULE;
+	char name[16];
+
+	(void)state;
+	assert_string_equal(layout_symbol(LAYOUT_SYM_FUNC_VERSION)->name, "_Py_next_func_version");
+	assert_int_equal(layout_symbol(LAYOUT_SYM_FUNC_VERSION)->size, 4);
+	assert_null(layout_symbol(LAYOUT_SYM_NR));
+	/* 3.12 keeps its code counter in a hidden global; no other version. */
+	assert_true(layout_symbols_wanted("3.12") & fv);
+	assert_false(layout_symbols_wanted("3.11") & fv);
+	assert_false(layout_symbols_wanted("3.13") & fv);
+	assert_false(layout_symbols_wanted("") & fv);
+	assert_false(layout_symbols_wanted(NULL) & fv);
+	/* The markers are looked for in every file. */
+	assert_int_equal(layout_symbols_wanted("") & (py2 | cap), py2 | cap);
+	assert_int_equal(layout_symbols_wanted("3.12") & (py2 | cap), py2 | cap);
+	assert_true(layout_symbol(LAYOUT_SYM_PY2_MODULE)->flags & LAYOUT_SYM_MARKER);
+	assert_false(layout_symbol(LAYOUT_SYM_FUNC_VERSION)->flags & LAYOUT_SYM_MARKER);
+	/* Debian 11's static python2.7 defines both markers (nm -D). */
+	layout_version_from_symbols(py2 | cap, name, sizeof(name));
+	assert_string_equal(name, "2.7");
+	layout_version_from_symbols(py2, name, sizeof(name));
+	assert_string_equal(name, "2");
+	layout_version_from_symbols(cap, name, sizeof(name));	/* any Python 3 */
+	assert_string_equal(name, "");
+	layout_version_from_symbols(0, name, sizeof(name));
+	assert_string_equal(name, "");
+}
+
+/* A process's memory for layout_bind(): a few 8-byte words. */
+struct fake_mem {
+	uint64_t addr[8], val[8];
+	int n;
+};
+
+static int fake_read(void *ctx, uint64_t addr, void *out, size_t len)
+{
+	struct fake_mem *m = ctx;
+	int i;
+
+	for (i = 0; i < m->n; i++) {
+		if (m->addr[i] == addr && len == 8) {
+			memcpy(out, &m->val[i], 8);
+			return 0;
+		}
+	}
+	return -EFAULT;
+}
+
+static void fake_put(struct fake_mem *m, uint64_t addr, uint64_t val)
+{
+	m->addr[m->n] = addr;
+	m->val[m->n++] = val;
+}
+
+/* Addresses of the main interpreter's GIL, GC flag and code counter. */
+static void test_bind(void **state)
+{
+	struct layout_addrs a = { .runtime = 0x1000, .code_type = 0x2000 };
+	struct fake_mem m = { .n = 0 };
+	struct py_layout l;
+
+	(void)state;
+	a.sym[LAYOUT_SYM_FUNC_VERSION] = 0x7000;
+	/* 3.12: GIL through interp->ceval.gil; counter in the hidden global */
+	assert_int_equal(resolve_num(0x030c01f0, "", &l), LAYOUT_OK);
+	assert_int_equal(layout_bind(&l, &a, fake_read, &m), 0);	/* not up yet */
+	assert_int_equal(l.walk.runtime_addr, 0x1000);
+	assert_int_equal(l.walk.code_type_addr, 0x2000);
+	assert_int_equal(l.walk.gil_addr, 0);
+	fake_put(&m, 0x1000 + 40, 0x5000);	/* runtime -> interpreters.head */
+	fake_put(&m, 0x5000 + 0, 0x6000);	/* a subinterpreter is the head */
+	fake_put(&m, 0x6000 + 0, 0);		/* the main one is the last */
+	fake_put(&m, 0x6000 + 384, 0x9000);	/* ceval.gil */
+	assert_int_equal(layout_bind_status(&l, &a, fake_read, &m), 1);
+	assert_int_equal(l.walk.gil_addr, 0x9000);
+	assert_int_equal(l.walk.gc_addr, 0x6000 + 312);
+	assert_int_equal(l.walk.code_gen_addr, 0x7000);
+	assert_int_equal(l.walk.code_gen_size, 4);
+	assert_int_equal(l.walk.main_interp, 0);
+	/* 3.11: the GIL inside _PyRuntime, no counter */
+	assert_int_equal(resolve_num(0x030b07f0, "", &l), LAYOUT_OK);
+	assert_int_equal(layout_bind(&l, &a, fake_read, &m), 1);
+	assert_int_equal(l.walk.gil_addr, 0x1000 + 360);
+	assert_int_equal(l.walk.code_gen_size, 0);
+	assert_int_equal(l.walk.main_interp, 0x6000);
+	/* 3.14: code_object_generation in the interpreter, 8 bytes */
+	memcpy(buf, debug_offsets_314, sizeof(debug_offsets_314));
+	assert_int_equal(resolve_buf(sizeof(debug_offsets_314), 0, &l), LAYOUT_OK);
+	m.n = 0;
+	fake_put(&m, 0x1000 + l.walk.rt_interp_head, 0x6000);
+	fake_put(&m, 0x6000 + l.walk.interp_next, 0);
+	fake_put(&m, 0x6000 + l.gil_ptr_in_interp, 0x9100);
+	assert_int_equal(layout_bind(&l, &a, fake_read, &m), 1);
+	assert_int_equal(l.walk.gil_addr, 0x9100);
+	assert_int_equal(l.walk.code_gen_addr, 0x6000 + l.interp_code_gen);
+	assert_int_equal(l.walk.code_gen_size, 8);
+	assert_int_equal(l.walk.main_interp, 0x6000);
 }
 
 int main(void)
@@ -324,6 +532,11 @@ int main(void)
 		cmocka_unit_test(test_inconsistent),
 		cmocka_unit_test(test_builtin_tables),
 		cmocka_unit_test(test_explain),
+		cmocka_unit_test(test_resolve_rows),
+		cmocka_unit_test(test_range),
+		cmocka_unit_test(test_refusal),
+		cmocka_unit_test(test_symbols_wanted),
+		cmocka_unit_test(test_bind),
 		cmocka_unit_test(test_objects_313),
 		cmocka_unit_test(test_objects_builtin),
 		cmocka_unit_test(test_objects_314_315),
