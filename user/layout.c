@@ -120,19 +120,31 @@ struct ver_extra {
 	uint8_t owner_max;	/* highest owner value the version defines */
 	uint16_t compact_extra;	/* sizeof(PyCompactUnicodeObject) - sizeof(PyASCIIObject) */
 	uint16_t ts_exc;	/* PyThreadState -> current_exception, if not exported */
-	/* PyInterpreterState -> func_state.next_version, trusted only in an
-	 * interpreter state of interp_size bytes (3.13 does not export it) */
+	/*
+	 * PyInterpreterState -> func_state.next_version (3.13 does not export
+	 * it), trusted only in an interpreter state of interp_min to
+	 * interp_max bytes: the sizes of the releases checked.
+	 */
 	uint16_t func_version;
-	uint32_t interp_size;
+	uint32_t interp_min, interp_max;
 };
 
 static const struct ver_extra extras[] = {
-	/* owner 3 = FRAME_OWNED_BY_CSTACK (entry shim) */
-	{ 13, 92, ~0ULL, 3, TB_NO_OWNER, 3, 16, 112, 17000, 194968 },
+	/*
+	 * owner 3 = FRAME_OWNED_BY_CSTACK (entry shim). func_state.next_version
+	 * is at 17000 in 3.13.0 (pyenv, DWARF), 3.13.5 (Debian 13) and 3.13.18
+	 * (Debian sid), each checked with gdb on the release binary's debug
+	 * info (python3.13-dbg) and by watching the value step as code objects
+	 * are born. The interpreter state grew between them (194968, 194976,
+	 * 194984 bytes) only in its last members, the embedded initial thread
+	 * state at 194624 and after; releases in between, which only added to
+	 * it, lie in this range. A larger one reads every code object.
+	 */
+	{ 13, 92, ~0ULL, 3, TB_NO_OWNER, 3, 16, 112, 17000, 194968, 194984 },
 	/* owner 3 = INTERPRETER, 4 = CSTACK; f_executable is a tagged _PyStackRef */
-	{ 14, 92, ~3ULL, 3, TB_NO_OWNER, 4, 16, NO, NO, 0 },
+	{ 14, 92, ~3ULL, 3, TB_NO_OWNER, 4, 16, NO, NO, 0, 0 },
 	/* owner 3 = INTERPRETER, 4 = THREAD_STATE: the sentinel at the bottom */
-	{ 15, 92, ~3ULL, 3, 4, 4, 16, NO, NO, 0 },
+	{ 15, 92, ~3ULL, 3, 4, 4, 16, NO, NO, 0, 0 },
 };
 
 /*
@@ -489,7 +501,7 @@ static int parse_debug(const uint8_t *b, const struct ver_row *r, struct py_layo
 	if (p->is_code_gen != NO) {
 		bad |= field(b, p->is_code_gen, is, 8, &l->interp_code_gen);
 		l->code_gen_size = 8;
-	} else if (x->func_version != NO && is == x->interp_size) {
+	} else if (x->func_version != NO && is >= x->interp_min && is <= x->interp_max) {
 		l->interp_code_gen = x->func_version;
 		l->code_gen_size = 4;
 	}

@@ -375,6 +375,24 @@ const char *symbols_short_path(const char *path, const char *cwd, size_t cwd_len
 	return path;
 }
 
+/*
+ * TACHYON_DEBUG_LINES=1: say why a frame is shown at its def line, which
+ * is both where instruction 0 (RESUME, or a frame not started) is and the
+ * fallback for an instruction outside the code's line table (a frame
+ * paired with the wrong code object). Tests tell the two apart with it.
+ */
+static void debug_def_line(const struct code_info *ci, const struct tb_frame *f, int32_t line)
+{
+	static int on = -1;
+
+	if (on < 0)
+		on = getenv("TACHYON_DEBUG_LINES") != NULL;
+	if (on)
+		fprintf(stderr, "tachyon-bpf: debug: def line of %s (%s:%d): instruction %d, %s\n",
+			ci->qualname, ci->filename, ci->firstlineno, f->instr,
+			line < 0 ? "outside its line table" : "in its line table");
+}
+
 void symbols_frame(const struct code_info *ci, const struct tb_frame *f,
 		   const struct target *t, int full_paths, struct sym_frame *out)
 {
@@ -403,4 +421,6 @@ void symbols_frame(const struct code_info *ci, const struct tb_frame *f,
 	if (out->line < 0)
 		out->line = 0;	/* a scribbled co_firstlineno: no such line */
 	out->firstlineno = ci->firstlineno;
+	if (out->line == ci->firstlineno)
+		debug_def_line(ci, f, line);
 }

@@ -8,8 +8,9 @@ ready marker, running the profiler, parsing its collapsed output and its
 Environment:
   TB_BIN             profiler binary (default: <repo>/tachyon-bpf)
   TB_TEST_PYTHONS    interpreters to test, comma or space separated; each is a
-                     pyenv version ("3.12.1") or an absolute path
-                     ("/usr/bin/python3.11"). Default: DEFAULT_PYTHONS below.
+                     pyenv version ("3.12.1"), an absolute path
+                     ("/usr/bin/python3.11") or a Debian sid build by its
+                     label ("sid-3.14", see SID_ROOT). Default: DEFAULT_PYTHONS below.
   TB_TEST_ARTIFACTS  per-test directory for outputs (set by run.py)
 """
 
@@ -24,7 +25,7 @@ import sys
 import time
 
 # The interpreters every parametrised test runs against. Adding one is one
-# line here (or TB_TEST_PYTHONS="3.13.0 3.12.1 3.11.7 /usr/bin/python3.11").
+# line here (or TB_TEST_PYTHONS="3.13.0 3.12.1 3.11.7 /usr/bin/python3.11 sid-3.14").
 DEFAULT_PYTHONS = [
     "3.13.0",
     "3.12.1",
@@ -72,6 +73,9 @@ def check(cond, msg):
 class Interp:
     def __init__(self, spec):
         self.spec = spec
+        if spec.startswith("sid-"):     # TB_TEST_PYTHONS="sid-3.14": the label
+            spec = os.path.join(SID_ROOT, "python%s-host" % spec[len("sid-"):])
+            self.spec = spec
         if "/" in spec:
             self.path = spec
         else:
