@@ -13,8 +13,9 @@ import re
 import subprocess
 import xml.etree.ElementTree as ET
 
-from common import (WORKLOADS, art_path, binary, check, fail, parse_collapsed, primary_python,
+from common import (WORKLOADS, art_path, binary, check, parse_collapsed, primary_python,
                     run_profiler, start_workload, timeout, total)
+from test_formats import _png_pixels, _render
 
 FREQ = 999
 SECONDS = 2
@@ -70,7 +71,7 @@ def _share(stacks, fn):
     return sum(s.count for s in stacks if s.leaf.name == fn) / total(stacks)
 
 
-@timeout(120)
+@timeout(180)
 def test_diff_shift():
     base, new, bstacks, nstacks = _recordings()
     got = {fn: _share(nstacks, fn) - _share(bstacks, fn) for fn in ("grows", "shrinks")}
@@ -103,6 +104,22 @@ def test_diff_shift():
     if frames["grows"][0] != want:
         errors.append("grows has %d samples in the SVG, %d in NEW" % (frames["grows"][0], want))
     check(not errors, "; ".join(errors))
+    _check_rendered(svg, frames["grows"][2], frames["shrinks"][2])
+
+
+def _check_rendered(svg, red, blue):
+    """Headless Chromium draws both colours (the SVG's script ran: no error)."""
+    w, h, bpp, rows = _png_pixels(_render(svg, ""))
+    seen = {red: 0, blue: 0}
+    for row in rows:
+        for x in range(0, w * bpp, bpp):
+            px = (row[x], row[x + 1], row[x + 2])
+            for c in seen:
+                if all(abs(a - b) <= 6 for a, b in zip(px, c)):
+                    seen[c] += 1
+    check(all(n > 200 for n in seen.values()),
+          "screenshot of %s: pixels of grows' rgb%s and shrinks' rgb%s: %s"
+          % (svg, red, blue, list(seen.values())))
 
 
 def _parse_diff_lines(data):
