@@ -443,7 +443,23 @@ static int visible(const struct flame *fl, size_t i, double scale)
 	return !i || (double)fl->v[i].total * scale >= MIN_WIDTH;
 }
 
-static void svg_body(struct emit *e, const struct flame *fl)
+/*
+ * Colours of a differential graph are relative to the largest change drawn
+ * (the root's aside): a stack gone from the new profile has no width.
+ */
+static void find_maxdelta(struct flame *fl, double scale)
+{
+	size_t i;
+
+	for (i = 1; i < fl->n; i++) {
+		double d = fl->v[i].delta < 0 ? -fl->v[i].delta : fl->v[i].delta;
+
+		if (visible(fl, i, scale) && d > fl->maxdelta)
+			fl->maxdelta = d;
+	}
+}
+
+static void svg_body(struct emit *e, struct flame *fl)
 {
 	double scale = fl->v[0].total ? (double)(IMAGE_WIDTH - 2 * XPAD) / fl->v[0].total : 0;
 	uint32_t depth = 0;
@@ -455,24 +471,14 @@ static void svg_body(struct emit *e, const struct flame *fl)
 		if (visible(fl, i, scale) && fl->v[i].depth > depth)
 			depth = fl->v[i].depth;
 	height = TOP_PAD + (int)(depth + 1) * FRAME_HEIGHT + BOTTOM_PAD;
+	if (fl->diff)
+		find_maxdelta(fl, scale);
 	svg_head(e, fl, height);
 	emit_str(e, "<g id=\"frames\">\n");
 	for (i = 0; i < fl->n; i++)
 		if (visible(fl, i, scale))
 			frame_g(e, fl, &fl->v[i], scale, height);
 	emit_str(e, "</g>\n</svg>\n");
-}
-
-static void find_maxdelta(struct flame *fl)
-{
-	size_t i;
-
-	for (i = 1; i < fl->n; i++) {
-		double d = fl->v[i].delta < 0 ? -fl->v[i].delta : fl->v[i].delta;
-
-		if (d > fl->maxdelta)
-			fl->maxdelta = d;
-	}
 }
 
 static int svg_write(FILE *out, const struct resolved *r, const struct svg_diff *diff)
@@ -494,7 +500,6 @@ static int svg_write(FILE *out, const struct resolved *r, const struct svg_diff 
 		errno = ENOMEM;
 		return -1;
 	}
-	find_maxdelta(&fl);
 	emit_init(&e, out);
 	svg_body(&e, &fl);
 	free(fl.v);
