@@ -246,7 +246,8 @@ static int pcount_build(struct pcount *pc, const struct resolved *r)
 	for (i = 0; i < r->nsamples; i++)
 		if (count_sample(pc, &r->samples[i], i + 1))
 			return -1;
-	qsort(pc->e, pc->ne, sizeof(*pc->e), cmp_edge);
+	if (pc->ne)	/* qsort(NULL, 0, ...) is undefined */
+		qsort(pc->e, pc->ne, sizeof(*pc->e), cmp_edge);
 	return 0;
 }
 
