@@ -206,53 +206,19 @@ static void split_label(char *label, const char **name, const char **file, int32
 	}
 }
 
-struct builder {
-	struct resolved r;
-	struct hmap index;	/* (hash, probe) -> rframe */
-};
-
-static struct rframe *frame_get(struct builder *b, char *label)
+static struct rframe *frame_get(struct resolved *r, char *label)
 {
-	struct hkey k = { hash_bytes(label, strlen(label)), 0 };
-	struct rframe *f, **grown;
 	const char *name, *file;
 	int32_t line;
-	void **slot;
-	int added;
 
 	split_label(label, &name, &file, &line);
-	for (;; k.probe++) {
-		slot = hmap_put(&b->index, &k, &added);
-		if (!slot)
-			return NULL;
-		if (added)
-			break;
-		f = *slot;
-		if (f->line == line && !strcmp(f->name, name) && !strcmp(f->file, file))
-			return f;
-	}
-	f = calloc(1, sizeof(*f));
-	grown = realloc(b->r.frames, (b->r.nframes + 1) * sizeof(*grown));
-	if (grown)
-		b->r.frames = grown;
-	if (!f || !grown || !(f->name = strdup(name)) || !(f->file = strdup(file))) {
-		if (f)
-			free(f->name);
-		free(f);
-		hmap_del(&b->index, &k);
-		return NULL;
-	}
-	f->line = f->firstlineno = line;
-	f->id = (uint32_t)b->r.nframes;
-	b->r.frames[b->r.nframes++] = f;
-	*slot = f;
-	return f;
+	return resolved_intern(r, name, file, line, line);
 }
 
 /* One collapsed stack as a sample of the new profile, root first. */
-static int add_sample(struct builder *b, const char *stack, uint64_t count)
+static int add_sample(struct resolved *r, const char *stack, uint64_t count)
 {
-	struct rsample *s = &b->r.samples[b->r.nsamples];
+	struct rsample *s = &r->samples[r->nsamples];
 	char *copy = strdup(stack), *tok, *save = NULL;
 	struct rframe **grown;
 	uint32_t cap = 0;
@@ -260,7 +226,7 @@ static int add_sample(struct builder *b, const char *stack, uint64_t count)
 	if (!copy)
 		return -ENOMEM;
 	*s = (struct rsample){ .count = count };
-	b->r.nsamples++;	/* counted now: resolved_free() frees its frames */
+	r->nsamples++;		/* counted now: resolved_free() frees its frames */
 	for (tok = strtok_r(copy, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
 		if (s->depth == cap) {
 			cap = cap ? cap * 2 : 16;
@@ -269,13 +235,13 @@ static int add_sample(struct builder *b, const char *stack, uint64_t count)
 				break;
 			s->frames = grown;
 		}
-		s->frames[s->depth] = frame_get(b, tok);
+		s->frames[s->depth] = frame_get(r, tok);
 		if (!s->frames[s->depth])
 			break;
 		s->depth++;
 	}
 	free(copy);
-	b->r.total += count;
+	r->total += count;
 	return tok ? -ENOMEM : 0;
 }
 
@@ -283,25 +249,24 @@ static int add_sample(struct builder *b, const char *stack, uint64_t count)
 static int diff_svg(FILE *out, const struct dline *v, size_t n, double scale,
 		    const char *subtitle)
 {
-	struct builder b = { .r = { .event = "samples" } };
+	struct resolved r = { .event = "samples" };
 	struct svg_diff sd = { .subtitle = subtitle };
 	double *base = calloc(n + 1, sizeof(*base));
 	size_t i;
-	int ret = hmap_init(&b.index, sizeof(struct hkey)) ? -ENOMEM : 0;
+	int ret = resolved_init(&r) ? -ENOMEM : 0;
 
-	b.r.samples = calloc(n + 1, sizeof(*b.r.samples));
-	if (!base || !b.r.samples)
+	r.samples = calloc(n + 1, sizeof(*r.samples));
+	if (!base || !r.samples)
 		ret = -ENOMEM;
 	for (i = 0; i < n && !ret; i++) {
 		base[i] = (double)v[i].n[0] * scale;
-		ret = add_sample(&b, v[i].stack, v[i].n[1]);
+		ret = add_sample(&r, v[i].stack, v[i].n[1]);
 	}
 	sd.base = base;
-	if (!ret && output_svg_diff(out, &b.r, &sd))
+	if (!ret && output_svg_diff(out, &r, &sd))
 		ret = -errno;
 	free(base);
-	hmap_free(&b.index);
-	resolved_free(&b.r);
+	resolved_free(&r);
 	return ret;
 }
 
