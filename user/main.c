@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "cli.h"
+#include "diff.h"
 #include "dump.h"
 #include "errors.h"
 #include "kfeatures.h"
@@ -298,6 +299,9 @@ int main(int argc, char **argv)
 	FILE *out = NULL, *statsf = NULL;
 	int ret;
 
+	/* Two files in, a file out: no target, no privileges, its own options. */
+	if (argc > 1 && !strcmp(argv[1], "diff"))
+		return diff_main(argc - 1, argv + 1);
 	ret = cli_parse(argc, argv, &o);
 	if (ret >= 0)
 		return ret;

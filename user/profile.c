@@ -237,6 +237,12 @@ static int resolve_one(struct resolved *r, const struct agg_key *k, uint64_t cou
 	return 0;
 }
 
+struct rframe *resolved_intern(struct resolved *r, const char *name, const char *file,
+			       int32_t line, int32_t firstlineno)
+{
+	return intern(r, name, file, line, firstlineno);
+}
+
 int resolved_init(struct resolved *r)
 {
 	if (hmap_init(&r->index, sizeof(struct frame_key)))

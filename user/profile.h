@@ -113,6 +113,10 @@ const struct stack_frames *profile_stack(const struct profile *p, uint64_t stack
 int profile_count(struct profile *p, const struct agg_key *k, uint64_t n);
 /* An empty resolved profile to add to. */
 int resolved_init(struct resolved *r);
+/* The frame (name, file, line), added to r if new (tachyon-bpf diff builds
+ * profiles from collapsed files); NULL on ENOMEM. */
+struct rframe *resolved_intern(struct resolved *r, const char *name, const char *file,
+			       int32_t line, int32_t firstlineno);
 /* A deep copy of src (metadata included) that can be added to. */
 int resolved_copy(const struct resolved *src, struct resolved *dst);
 /* Symbolize every counted sample and add it to r. procs[i] describes target

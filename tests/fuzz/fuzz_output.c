@@ -17,6 +17,9 @@
  *  - speedscope: one valid JSON value of valid UTF-8;
  *  - pprof: a gzip stream holding a well-formed protobuf message;
  *  - summary: valid UTF-8, no control characters but newlines;
+ *  - pstats: one marshal dict of (str, int, str) -> (int, int, float,
+ *    float, dict of the same keys -> (int, int, float, float)), every str
+ *    valid UTF-8 (Python's marshal refuses anything else);
  *  - a stream that fails after N bytes makes the writer return -1 with
  *    errno EPIPE (the write's error), never 0, never a crash.
  */
@@ -509,6 +512,94 @@ static void check_summary(const char *out, size_t n)
 	FUZZ_CHECK(!has_controls(out, n, 0), "control character in summary");
 }
 
+/* ---- pstats: the marshal subset output/pstats.c writes ---- */
+
+struct mread {
+	const uint8_t *p, *end;
+};
+
+static uint32_t m_u32(struct mread *m)
+{
+	uint32_t v;
+
+	FUZZ_CHECK(m->end - m->p >= 4, "pstats: truncated");
+	v = (uint32_t)m->p[0] | (uint32_t)m->p[1] << 8 | (uint32_t)m->p[2] << 16 |
+	    (uint32_t)m->p[3] << 24;
+	m->p += 4;
+	return v;
+}
+
+static uint8_t m_type(struct mread *m)
+{
+	FUZZ_CHECK(m->p < m->end, "pstats: truncated");
+	return *m->p++;
+}
+
+static void m_str(struct mread *m)
+{
+	uint32_t n;
+
+	FUZZ_CHECK(m_type(m) == 'u', "pstats: a str expected");
+	n = m_u32(m);
+	FUZZ_CHECK((size_t)(m->end - m->p) >= n, "pstats: str past the end");
+	FUZZ_CHECK(fz_utf8_valid(m->p, n), "pstats: str not valid UTF-8");
+	m->p += n;
+}
+
+static void m_int(struct mread *m)
+{
+	uint8_t t = m_type(m);
+	uint32_t n;
+
+	if (t == 'i') {
+		m_u32(m);
+		return;
+	}
+	FUZZ_CHECK(t == 'l', "pstats: an int expected, got 0x%02x", t);
+	n = m_u32(m);
+	FUZZ_CHECK(n > 0 && n <= 5 && (size_t)(m->end - m->p) >= 2 * n, "pstats: bad long");
+	m->p += 2 * n;
+}
+
+static void m_float(struct mread *m)
+{
+	FUZZ_CHECK(m_type(m) == 'g' && m->end - m->p >= 8, "pstats: a float expected");
+	m->p += 8;
+}
+
+static void m_tuple(struct mread *m, uint32_t n)
+{
+	FUZZ_CHECK(m_type(m) == '(' && m_u32(m) == n, "pstats: a %u-tuple expected", n);
+}
+
+/* dict of function keys -> (int, int, float, float[, callers]) */
+static void m_dict(struct mread *m, int nested)
+{
+	FUZZ_CHECK(m_type(m) == '{', "pstats: a dict expected");
+	while (m->p < m->end && *m->p != '0') {
+		m_tuple(m, 3);
+		m_str(m);
+		m_int(m);
+		m_str(m);
+		m_tuple(m, nested ? 4 : 5);
+		m_int(m);
+		m_int(m);
+		m_float(m);
+		m_float(m);
+		if (!nested)
+			m_dict(m, 1);
+	}
+	FUZZ_CHECK(m_type(m) == '0', "pstats: dict not closed");
+}
+
+static void check_pstats(const char *out, size_t n)
+{
+	struct mread m = { (const uint8_t *)out, (const uint8_t *)out + n };
+
+	m_dict(&m, 0);
+	FUZZ_CHECK(m.p == m.end, "pstats: bytes after the dict");
+}
+
 /* ---- failing streams ---- */
 
 struct failing {
@@ -587,7 +678,8 @@ static void dump(const char *name, const char *out, size_t n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *const names[] = { "collapsed", "svg", "speedscope", "pprof", "summary" };
+	static const char *const names[] = { "collapsed", "svg", "speedscope", "pprof", "summary",
+					     "pstats" };
 	struct built *b = malloc(sizeof(*b));
 	struct fz f;
 	size_t i, n1, n2;
@@ -612,6 +704,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 2: check_json(o1, n1); break;
 		case 3: check_pprof(o1, n1); break;
 		case 4: check_summary(o1, n1); break;
+		case 5: check_pstats(o1, n1); break;
 		}
 		if (cut & (1u << i))
 			run_failing(w, b, n1, cut % (n1 + 1));

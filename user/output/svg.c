@@ -19,6 +19,7 @@
 #include <string.h>
 #include "hmap.h"
 #include "output.h"
+#include "output/diff.h"
 #include "output/emit.h"
 
 #define IMAGE_WIDTH	1200
@@ -31,12 +32,14 @@
 #define MIN_WIDTH	0.1	/* pixels */
 #define TEXT_MAX	1024	/* bytes of a label that can fit IMAGE_WIDTH */
 #define NO_FRAME	UINT32_MAX
+#define DELTA_NONE	0.005	/* samples: below this a normalised change is none */
 
 struct node {
 	uint64_t total;		/* samples in this frame and below */
 	uint64_t x;		/* samples left of it, from the root's left edge */
 	uint32_t frame;		/* rframe id; NO_FRAME for the root */
 	uint32_t depth;
+	double delta;		/* differential graph: samples gained (< 0: lost) */
 };
 
 struct flame {
@@ -44,6 +47,8 @@ struct flame {
 	struct node *v;		/* in depth-first order, siblings by label */
 	size_t n;
 	size_t cap;
+	const struct svg_diff *diff;	/* NULL: an ordinary flame graph */
+	double maxdelta;	/* largest |delta| below the root */
 };
 
 static int flame_push(struct flame *fl, uint32_t frame, uint32_t depth, uint64_t x)
@@ -59,6 +64,16 @@ static int flame_push(struct flame *fl, uint32_t frame, uint32_t depth, uint64_t
 	}
 	fl->v[fl->n++] = (struct node){ .frame = frame, .depth = depth, .x = x };
 	return 0;
+}
+
+/* A differential graph: the change of a stack counts in each of its frames. */
+static void add_delta(struct flame *fl, const size_t *path, const struct rsample *s, double d)
+{
+	uint32_t j;
+
+	fl->v[0].delta += d;
+	for (j = 0; j < s->depth; j++)
+		fl->v[path[j + 1]].delta += d;
 }
 
 /*
@@ -96,6 +111,8 @@ static int flame_build(struct flame *fl, const size_t *idx)
 		fl->v[0].total += s->count;
 		for (j = 0; j < s->depth; j++)
 			fl->v[path[j + 1]].total += s->count;
+		if (fl->diff)
+			add_delta(fl, path, s, (double)s->count - fl->diff->base[idx[i]]);
 		x += s->count;
 		prev = s;
 	}
@@ -130,6 +147,24 @@ static void frame_color(const struct rframe *f, char *out, size_t len)
 	}
 	snprintf(out, len, "rgb(%u,%u,%u)", 205 + (unsigned)(h & 0xff) * 50 / 255,
 		 50 + (unsigned)(h >> 8 & 0xff) * 140 / 255, (unsigned)(h >> 16 & 0xff) * 55 / 255);
+}
+
+/*
+ * A differential graph's colours, as flamegraph.pl draws difffolded.pl's
+ * output: red for a frame that grew, blue for one that shrank, the deeper
+ * the larger the change against the largest one; near white for none.
+ */
+static void delta_color(double delta, double maxdelta, char *out, size_t len)
+{
+	double mag = maxdelta > 0 ? (delta < 0 ? -delta : delta) / maxdelta : 0;
+	unsigned v = (unsigned)(210 * (1 - (mag > 1 ? 1 : mag)) + 0.5);
+
+	if (delta > DELTA_NONE)
+		snprintf(out, len, "rgb(255,%u,%u)", v, v);
+	else if (delta < -DELTA_NONE)
+		snprintf(out, len, "rgb(%u,%u,255)", v, v);
+	else
+		snprintf(out, len, "rgb(250,250,250)");
 }
 
 /* "name (file:line)", or the bare name of a marker frame. */
@@ -192,7 +227,10 @@ static void frame_g(struct emit *e, const struct flame *fl, const struct node *n
 
 	frame_label(f, label, sizeof(label));
 	fit_text(label, w - 6, text, sizeof(text));
-	frame_color(f, color, sizeof(color));
+	if (fl->diff)
+		delta_color(nd->delta, fl->maxdelta, color, sizeof(color));
+	else
+		frame_color(f, color, sizeof(color));
 	emit_str(e, "<g class=\"f\"><title>");
 	if (f && !frame_is_marker(f)) {
 		emit_xml(e, f->name);
@@ -203,8 +241,14 @@ static void frame_g(struct emit *e, const struct flame *fl, const struct node *n
 	} else {
 		emit_xml(e, label);
 	}
-	emit_printf(e, "\n%" PRIu64 " samples (%.2f%%)</title>", nd->total,
-		    pct(nd->total, fl->v[0].total));
+	emit_printf(e, "\n%" PRIu64 " samples (%.2f%%)", nd->total, pct(nd->total, fl->v[0].total));
+	if (fl->diff) {	/* the change, also as a share of all samples ("+0", not "-0") */
+		double d = nd->delta > -DELTA_NONE && nd->delta < DELTA_NONE ? 0 : nd->delta;
+
+		emit_printf(e, "; delta %+.0f (%+.2f%%)", d,
+			    fl->v[0].total ? 100.0 * d / (double)fl->v[0].total : 0.0);
+	}
+	emit_str(e, "</title>");
 	emit_printf(e, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\"/>",
 		    x, y, w, FRAME_HEIGHT - 1, color);
 	emit_printf(e, "<text x=\"%.2f\" y=\"%d\">", x + 3, y + FRAME_HEIGHT - 5);
@@ -361,8 +405,10 @@ static void subtitle(struct emit *e, const struct resolved *r)
 	emit_procs(e, r, 1);
 }
 
-static void svg_head(struct emit *e, const struct resolved *r, int height)
+static void svg_head(struct emit *e, const struct flame *fl, int height)
 {
+	const struct resolved *r = fl->r;
+
 	emit_str(e, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n");
 	emit_printf(e, "<svg version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
 		    "xmlns=\"http://www.w3.org/2000/svg\">\n",
@@ -374,10 +420,13 @@ static void svg_head(struct emit *e, const struct resolved *r, int height)
 		 "<stop stop-color=\"#eeeeb0\" offset=\"95%\"/></linearGradient></defs>\n");
 	emit_printf(e, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"url(#bg)\"/>\n",
 		    IMAGE_WIDTH, height);
-	emit_printf(e, "<text id=\"title\" x=\"%d\" y=\"24\">Flame Graph</text>\n",
-		    IMAGE_WIDTH / 2);
+	emit_printf(e, "<text id=\"title\" x=\"%d\" y=\"24\">%s</text>\n",
+		    IMAGE_WIDTH / 2, fl->diff ? "Differential Flame Graph" : "Flame Graph");
 	emit_printf(e, "<text id=\"subtitle\" x=\"%d\" y=\"44\">", IMAGE_WIDTH / 2);
-	subtitle(e, r);
+	if (fl->diff)
+		emit_xml(e, fl->diff->subtitle);
+	else
+		subtitle(e, r);
 	emit_str(e, "</text>\n");
 	emit_printf(e, "<text id=\"unzoom\" class=\"btn hide\" x=\"%d\" y=\"24\">Reset Zoom</text>\n",
 		    XPAD);
@@ -394,7 +443,23 @@ static int visible(const struct flame *fl, size_t i, double scale)
 	return !i || (double)fl->v[i].total * scale >= MIN_WIDTH;
 }
 
-static void svg_body(struct emit *e, const struct flame *fl)
+/*
+ * Colours of a differential graph are relative to the largest change drawn
+ * (the root's aside): a stack gone from the new profile has no width.
+ */
+static void find_maxdelta(struct flame *fl, double scale)
+{
+	size_t i;
+
+	for (i = 1; i < fl->n; i++) {
+		double d = fl->v[i].delta < 0 ? -fl->v[i].delta : fl->v[i].delta;
+
+		if (visible(fl, i, scale) && d > fl->maxdelta)
+			fl->maxdelta = d;
+	}
+}
+
+static void svg_body(struct emit *e, struct flame *fl)
 {
 	double scale = fl->v[0].total ? (double)(IMAGE_WIDTH - 2 * XPAD) / fl->v[0].total : 0;
 	uint32_t depth = 0;
@@ -406,7 +471,9 @@ static void svg_body(struct emit *e, const struct flame *fl)
 		if (visible(fl, i, scale) && fl->v[i].depth > depth)
 			depth = fl->v[i].depth;
 	height = TOP_PAD + (int)(depth + 1) * FRAME_HEIGHT + BOTTOM_PAD;
-	svg_head(e, fl->r, height);
+	if (fl->diff)
+		find_maxdelta(fl, scale);
+	svg_head(e, fl, height);
 	emit_str(e, "<g id=\"frames\">\n");
 	for (i = 0; i < fl->n; i++)
 		if (visible(fl, i, scale))
@@ -414,9 +481,9 @@ static void svg_body(struct emit *e, const struct flame *fl)
 	emit_str(e, "</g>\n</svg>\n");
 }
 
-int output_svg(FILE *out, const struct resolved *r)
+static int svg_write(FILE *out, const struct resolved *r, const struct svg_diff *diff)
 {
-	struct flame fl = { .r = r };
+	struct flame fl = { .r = r, .diff = diff };
 	struct emit e;
 	size_t *idx;
 	int ret;
@@ -437,4 +504,14 @@ int output_svg(FILE *out, const struct resolved *r)
 	svg_body(&e, &fl);
 	free(fl.v);
 	return emit_done(&e);
+}
+
+int output_svg(FILE *out, const struct resolved *r)
+{
+	return svg_write(out, r, NULL);
+}
+
+int output_svg_diff(FILE *out, const struct resolved *r, const struct svg_diff *diff)
+{
+	return svg_write(out, r, diff);
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <strings.h>
 #include "output.h"
+#include "output/pstats.h"
 
 static const struct writer writers[] = {
 	{ "collapsed", ".folded .collapsed .txt", output_collapsed, "flamegraph.pl input" },
@@ -11,6 +12,7 @@ static const struct writer writers[] = {
 	  "open it at https://www.speedscope.app" },
 	{ "pprof", ".pb.gz .pprof .pprof.gz", output_pprof, "open it with go tool pprof -http=:" },
 	{ "summary", ".summary .summary.txt", output_summary, NULL },
+	{ "pstats", ".pstats .prof", output_pstats, "read it with python3 -m pstats FILE" },
 };
 
 /* py-spy's names for the same formats (py-spy record -f ...). */
