@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 #include "cli.h"
-#include "output.h"
+#include "output/output.h"
 #include "session.h"
 
 struct pyroscope {

@@ -18,7 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "hmap.h"
-#include "output.h"
+#include "util.h"
+#include "output/output.h"
 #include "output/emit.h"
 
 #define IMAGE_WIDTH	1200
@@ -48,15 +49,8 @@ struct flame {
 
 static int flame_push(struct flame *fl, uint32_t frame, uint32_t depth, uint64_t x)
 {
-	struct node *nv;
-
-	if (fl->n == fl->cap) {
-		fl->cap = fl->cap ? fl->cap * 2 : 1024;
-		nv = realloc(fl->v, fl->cap * sizeof(*nv));
-		if (!nv)
-			return -1;
-		fl->v = nv;
-	}
+	if (array_grow(&fl->v, &fl->cap, fl->n + 1, sizeof(*fl->v), 1024))
+		return -ENOMEM;
 	fl->v[fl->n++] = (struct node){ .frame = frame, .depth = depth, .x = x };
 	return 0;
 }
@@ -103,7 +97,7 @@ static int flame_build(struct flame *fl, const size_t *idx)
 	return 0;
 oom:
 	free(path);
-	return -1;
+	return -ENOMEM;
 }
 
 /*
@@ -419,19 +413,18 @@ int output_svg(FILE *out, const struct resolved *r)
 	struct flame fl = { .r = r };
 	struct emit e;
 	size_t *idx;
-	int ret;
+	int ret = resolved_check(r);
 
-	if (resolved_check(r))
-		return -1;
+	if (ret)
+		return ret;
 	idx = samples_sorted(r, 0);
 	if (!idx)
-		return -1;
+		return -errno;
 	ret = flame_build(&fl, idx);
 	free(idx);
 	if (ret) {
 		free(fl.v);
-		errno = ENOMEM;
-		return -1;
+		return ret;
 	}
 	emit_init(&e, out);
 	svg_body(&e, &fl);
