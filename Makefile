@@ -64,9 +64,17 @@ $(CORE_LIB): $(CORE_OBJ)
 tachyon-bpf: $(OUT)/user/main.o $(USER_OBJ)
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
-$(OUT)/tests/%: tests/unit/%.c $(CORE_LIB) $(wildcard tests/unit/*.h tests/unit/fixtures/*.h)
+# The output checkers the unit and fuzz tests share.
+CHECK_SRC := tests/common/outcheck.c
+$(OUT)/tests/outcheck.o: $(CHECK_SRC) tests/common/outcheck.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit $< $(CORE_LIB) $(LDLIBS) -lcmocka -o $@
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(OUT)/tests/%: tests/unit/%.c $(CORE_LIB) $(OUT)/tests/outcheck.o \
+		$(wildcard tests/unit/*.h tests/unit/fixtures/*.h tests/common/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/unit -Itests/common $< $(OUT)/tests/outcheck.o $(CORE_LIB) \
+		$(LDLIBS) -lcmocka -o $@
 
 # Test programs: a synthetic 3.14/3.15 interpreter, and an embedded one.
 TEST_PROGS := $(OUT)/tests/fakepy $(OUT)/tests/embedded $(OUT)/tests/scribbler
@@ -150,8 +158,10 @@ $(FUZZ_LIB): $(FUZZ_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-$(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_LIB)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_LIB) $(LDLIBS) -o $@
+$(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_LIB) $(CHECK_SRC) \
+		tests/common/outcheck.h
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Itests/common -fsanitize=fuzzer $< $(CHECK_SRC) $(FUZZ_LIB) \
+		$(LDLIBS) -o $@
 
 fuzz-build: $(FUZZ_BIN)
 

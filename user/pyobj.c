@@ -7,6 +7,7 @@
 #include <string.h>
 #include "pyobj.h"
 #include "remote.h"
+#include "util.h"
 
 #define LOOKUP_MAX	8192	/* entries of a dict we search (sys.modules: hundreds) */
 #define KEY_MAX		64	/* longest key name we look up */
@@ -86,12 +87,12 @@ int pyobj_long(const struct target *t, uint64_t addr, int64_t *v)
 
 	if ((size_t)o->long_digits + 12 > sizeof(buf) || remote_read(t->pid, addr, buf, o->long_digits))
 		return -1;
-	memcpy(&w, buf + o->long_size, 8);
+	w = load_u64(buf + o->long_size);
 	if (long_shape(o, w, &neg, &ndig) ||
 	    (ndig && remote_read(t->pid, addr + o->long_digits, buf, ndig * 4)))
 		return -1;
 	for (i = ndig; i-- > 0;) {
-		memcpy(&d, buf + i * 4, 4);
+		d = load_u32(buf + i * 4);
 		acc = acc << 30 | (d & 0x3fffffff);
 	}
 	if (acc > (unsigned __int128)INT64_MAX + neg)
@@ -111,7 +112,7 @@ static int keys_view(const struct target *t, uint64_t keys, uint64_t values, str
 		return -1;
 	log2_ib = h[o->dk_log2_index_bytes];
 	kind = h[o->dk_kind];
-	memcpy(&n, h + o->dk_nentries, sizeof(n));
+	n = (int64_t)load_u64(h + o->dk_nentries);
 	if (log2_ib > 32 || n < 0 || n > LOOKUP_MAX * 8 || kind > 2)
 		return -1;
 	v->entries = keys + o->dk_indices + (1ULL << log2_ib);
@@ -245,9 +246,9 @@ static int attr_view(const struct target *t, uint64_t obj, struct dview *v)
 	if (need > sizeof(ty) || remote_read(t->pid, obj - 32, pre, sizeof(pre)) ||
 	    remote_read(t->pid, pre[5], ty, need))
 		return -1;
-	memcpy(&flags, ty + o->tp_flags, 8);
-	memcpy(&basic, ty + o->tp_basicsize, 8);
-	memcpy(&cached, ty + o->ht_cached_keys, 8);
+	flags = load_u64(ty + o->tp_flags);
+	basic = load_u64(ty + o->tp_basicsize);
+	cached = load_u64(ty + o->ht_cached_keys);
 	if (!(flags & o->tpflag_managed))
 		return -1;
 	if (o->managed == PYOBJ_MANAGED_311) {

@@ -13,6 +13,7 @@
 #include "errors.h"
 #include "remote.h"
 #include "target.h"
+#include "util.h"
 
 static uint32_t version_from_hint(const char *hint)
 {
@@ -135,13 +136,6 @@ int target_refresh(struct target *t)
 		return 0;
 	find_status(t);
 	return t->layout.walk.gil_addr != gil;
-}
-
-static const char *base_name(const char *p)
-{
-	const char *slash = strrchr(p, '/');
-
-	return slash && slash[1] ? slash + 1 : p;
 }
 
 /* Interpreter options that take a value in the next argument. */

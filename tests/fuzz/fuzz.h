@@ -104,41 +104,4 @@ static inline char *fz_str(struct fz *f, size_t max)
 	return s;
 }
 
-/* Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF. */
-static inline int fz_utf8_valid(const uint8_t *s, size_t n)
-{
-	size_t i = 0;
-
-	while (i < n) {
-		uint8_t c = s[i];
-		uint32_t cp;
-		size_t k, j;
-
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf)
-			k = 1, cp = c & 0x1f;
-		else if (c >= 0xe0 && c <= 0xef)
-			k = 2, cp = c & 0x0f;
-		else if (c >= 0xf0 && c <= 0xf4)
-			k = 3, cp = c & 0x07;
-		else
-			return 0;
-		if (n - i <= k)		/* the sequence runs past the end */
-			return 0;
-		for (j = 1; j <= k; j++) {
-			if ((s[i + j] & 0xc0) != 0x80)
-				return 0;
-			cp = cp << 6 | (s[i + j] & 0x3f);
-		}
-		if ((k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) ||
-		    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-			return 0;
-		i += k + 1;
-	}
-	return 1;
-}
-
 #endif /* TB_FUZZ_H */
