@@ -244,11 +244,8 @@ static int cmp_label(const void *a, const void *b)
 {
 	const struct rframe *x = *(const struct rframe *const *)a;
 	const struct rframe *y = *(const struct rframe *const *)b;
-	int c = strcmp(x->name, y->name);
+	int c = rframe_cmp_place(x, y);
 
-	if (c)
-		return c;
-	c = strcmp(x->file, y->file);
 	if (c)
 		return c;
 	return x->line < y->line ? -1 : x->line > y->line;
@@ -323,9 +320,16 @@ static int cmp_sample(const void *a, const void *b, void *arg)
 size_t *samples_sorted(const struct resolved *r, int by_thread)
 {
 	struct order o = { .r = r, .by_thread = by_thread };
-	size_t *idx = malloc((r->nsamples + 1) * sizeof(*idx)), i;
-	uint32_t *rank = frames_rank(r);
+	size_t *idx, i;
+	uint32_t *rank;
+	int err = resolved_check(r);
 
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	idx = malloc((r->nsamples + 1) * sizeof(*idx));
+	rank = frames_rank(r);
 	if (!idx || !rank) {
 		free(idx);
 		free(rank);

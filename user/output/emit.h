@@ -52,7 +52,8 @@ void emit_procs(struct emit *e, const struct resolved *r, int xml);
  * Sample indexes sorted by stack, frame by frame from the root in label
  * order (and first by pid and tid if by_thread), a stack after those that
  * extend it: stacks sharing a prefix end up next to each other.
- * malloc'd; NULL with errno set on failure.
+ * malloc'd; NULL with errno set on failure (EINVAL: the profile fails
+ * resolved_check()).
  */
 size_t *samples_sorted(const struct resolved *r, int by_thread);
 

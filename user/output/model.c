@@ -235,15 +235,19 @@ void resolved_free(struct resolved *r)
 	memset(r, 0, sizeof(*r));
 }
 
+int rframe_cmp_place(const struct rframe *x, const struct rframe *y)
+{
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : strcmp(x->file, y->file);
+}
+
 static int cmp_func(const void *a, const void *b)
 {
 	const struct rframe *x = *(const struct rframe *const *)a;
 	const struct rframe *y = *(const struct rframe *const *)b;
-	int c = strcmp(x->name, y->name);
+	int c = rframe_cmp_place(x, y);
 
-	if (c)
-		return c;
-	c = strcmp(x->file, y->file);
 	if (c)
 		return c;
 	if (x->firstlineno != y->firstlineno)

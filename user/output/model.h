@@ -105,6 +105,9 @@ void resolved_merge_last(struct resolved *r, int by_proc, int by_thread);
  */
 int resolved_check(const struct resolved *r);
 
+/* Frames ordered by name, then file (strcmp): < 0, 0, > 0. */
+int rframe_cmp_place(const struct rframe *x, const struct rframe *y);
+
 /* Frames grouped into functions: same name, file and first line. */
 struct func_table {
 	uint32_t *of_frame;		/* rframe id -> function index */

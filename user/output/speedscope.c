@@ -103,12 +103,8 @@ int output_speedscope(FILE *out, const struct resolved *r)
 {
 	struct emit e;
 	char name[160], what[96];
-	size_t *idx;
-	int ret = resolved_check(r);
+	size_t *idx = samples_sorted(r, 1);
 
-	if (ret)
-		return ret;
-	idx = samples_sorted(r, 1);
 	if (!idx)
 		return -errno;
 

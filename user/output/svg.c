@@ -413,10 +413,8 @@ int output_svg(FILE *out, const struct resolved *r)
 	struct flame fl = { .r = r };
 	struct emit e;
 	size_t *idx;
-	int ret = resolved_check(r);
+	int ret;
 
-	if (ret)
-		return ret;
 	idx = samples_sorted(r, 0);
 	if (!idx)
 		return -errno;
