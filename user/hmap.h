@@ -18,6 +18,7 @@ struct hmap {
 	size_t slot_size;	/* 8 (hash, 0 = empty) + key + 8 (value) */
 };
 
+/* 0 or -ENOMEM. */
 int hmap_init(struct hmap *m, size_t key_size);
 void hmap_free(struct hmap *m);
 /* Returns a pointer to the value slot for key, or NULL if absent. */

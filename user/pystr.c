@@ -9,6 +9,7 @@
  * object names and filenames are always compact, so we refuse the others
  * rather than chase a pointer read from a racing process.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "pystr.h"
@@ -38,7 +39,7 @@ int pystr_locate(const struct pystr_layout *l, const uint8_t *obj, size_t have,
 
 	if (!l || l->state_shift >= 32 || !inside(obj, have, l->length, sizeof(len)) ||
 	    !inside(obj, have, l->state, sizeof(state)))
-		return -1;
+		return -EINVAL;
 	len = (int64_t)load_u64(obj + l->length);
 	state = load_u32(obj + l->state);
 
@@ -47,13 +48,13 @@ int pystr_locate(const struct pystr_layout *l, const uint8_t *obj, size_t have,
 	k = (state >> PYSTR_KIND_SHIFT) & PYSTR_KIND_MASK;
 	is_ascii = !!(state & PYSTR_ASCII);
 	if (!(state & PYSTR_COMPACT))
-		return -1;
+		return -EINVAL;
 	if (k != 1 && k != 2 && k != 4)
-		return -1;
+		return -EINVAL;
 	if (is_ascii && k != 1)
-		return -1;
+		return -EINVAL;
 	if (len < 0 || (uint64_t)len > max_len || (uint64_t)len > SIZE_MAX / 4)
-		return -1;
+		return -EINVAL;
 
 	if (data_off)
 		*data_off = is_ascii ? l->ascii_size : l->compact_size;
@@ -139,10 +140,10 @@ int pybytes_locate(const struct pystr_layout *l, const uint8_t *obj,
 	int64_t size;
 
 	if (!l || !inside(obj, have, l->bytes_size, sizeof(size)))
-		return -1;
+		return -EINVAL;
 	size = (int64_t)load_u64(obj + l->bytes_size);
 	if (size < 0 || (uint64_t)size > max_len)
-		return -1;
+		return -EINVAL;
 	if (data_off)
 		*data_off = l->bytes_data;
 	if (nbytes)

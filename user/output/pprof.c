@@ -94,7 +94,7 @@ static int64_t strtab_add(struct strtab *t, const char *s)
 	return (int64_t)t->n++;
 }
 
-/* Index of s, added if new; -1 when out of memory. The string must outlive t. */
+/* Index of s, added if new; -ENOMEM. The string must outlive t. */
 static int64_t str_id(struct strtab *t, const char *s)
 {
 	struct strtab_key k = { .hash = hash_bytes(s, strlen(s)) };
@@ -106,7 +106,7 @@ static int64_t str_id(struct strtab *t, const char *s)
 	for (;; k.probe++) {
 		slot = hmap_put(&t->map, &k, &added);
 		if (!slot)
-			return -1;
+			return -ENOMEM;
 		if (added)
 			break;
 		if (!strcmp(t->v[(uintptr_t)*slot - 1], s))
