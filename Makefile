@@ -57,6 +57,11 @@ $(OUT)/user/%.o: user/%.c $(wildcard user/*.h user/output/*.h) bpf/tachyon.h
 
 $(SKEL_OBJ): $(OUT)/tachyon.skel.h
 
+# The writers and their model see neither the BPF ABI nor the build directory:
+# an include of tachyon.h (or of profile.h, which bridges to it) under
+# user/output/ fails to build.
+$(OUT)/user/output/%.o: CFLAGS := $(filter-out -Ibpf -I$(OUT),$(CFLAGS))
+
 $(CORE_LIB): $(CORE_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
