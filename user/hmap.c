@@ -48,6 +48,16 @@ int hmap_init(struct hmap *m, size_t key_size)
 	return m->slots ? 0 : -ENOMEM;
 }
 
+void hmap_free_values(struct hmap *m, void (*free_value)(void *))
+{
+	size_t it = 0;
+	void **val;
+
+	while (hmap_next(m, &it, NULL, &val))
+		free_value(*val);
+	hmap_free(m);
+}
+
 void hmap_free(struct hmap *m)
 {
 	free(m->slots);

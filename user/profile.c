@@ -17,12 +17,7 @@ int profile_init(struct profile *p)
 
 void profile_free(struct profile *p)
 {
-	size_t it = 0;
-	void **val;
-
-	while (hmap_next(&p->stacks, &it, NULL, &val))
-		free(*val);
-	hmap_free(&p->stacks);
+	hmap_free_values(&p->stacks, free);
 	hmap_free(&p->counts);
 }
 

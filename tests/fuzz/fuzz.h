@@ -49,37 +49,20 @@ static inline void fz_bytes(struct fz *f, void *out, size_t n)
 	f->left -= k;
 }
 
-static inline uint8_t fz_u8(struct fz *f)
-{
-	uint8_t v;
-
-	fz_bytes(f, &v, 1);
-	return v;
+/* fz_u8() ... fz_u64(): the next bytes as a number, zeros past the end. */
+#define FZ_UINT(bits)							\
+static inline uint##bits##_t fz_u##bits(struct fz *f)			\
+{									\
+	uint##bits##_t v;						\
+									\
+	fz_bytes(f, &v, sizeof(v));					\
+	return v;							\
 }
-
-static inline uint16_t fz_u16(struct fz *f)
-{
-	uint16_t v;
-
-	fz_bytes(f, &v, 2);
-	return v;
-}
-
-static inline uint32_t fz_u32(struct fz *f)
-{
-	uint32_t v;
-
-	fz_bytes(f, &v, 4);
-	return v;
-}
-
-static inline uint64_t fz_u64(struct fz *f)
-{
-	uint64_t v;
-
-	fz_bytes(f, &v, 8);
-	return v;
-}
+FZ_UINT(8)
+FZ_UINT(16)
+FZ_UINT(32)
+FZ_UINT(64)
+#undef FZ_UINT
 
 /*
  * A NUL-terminated string of at most max bytes, malloc'd: a length byte,
