@@ -18,6 +18,13 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 
 USER_SRC := $(filter-out user/main.c,$(sort $(wildcard user/*.c user/output/*.c)))
 USER_OBJ := $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRC))
+# Only the sources that include the BPF skeleton wait for clang and bpftool;
+# the rest (decoders, writers, the model) build and unit-test without them.
+SKEL_SRC := $(shell grep -l 'tachyon\.skel\.h' $(USER_SRC) user/main.c)
+SKEL_OBJ := $(patsubst user/%.c,$(OUT)/user/%.o,$(SKEL_SRC))
+# The tests link this archive: the linker takes only the objects a test needs.
+CORE_OBJ := $(filter-out $(SKEL_OBJ),$(USER_OBJ))
+CORE_LIB := $(OUT)/libtachyon.a
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRC))
 
@@ -44,16 +51,35 @@ $(OUT)/tachyon.bpf.o: bpf/tachyon.bpf.c bpf/tachyon.h $(OUT)/vmlinux.h
 $(OUT)/tachyon.skel.h: $(OUT)/tachyon.bpf.o
 	$(BPFTOOL) gen skeleton $< name tachyon_bpf > $@
 
-$(OUT)/user/%.o: user/%.c $(wildcard user/*.h user/output/*.h) bpf/tachyon.h $(OUT)/tachyon.skel.h
+$(OUT)/user/%.o: user/%.c $(wildcard user/*.h user/output/*.h) bpf/tachyon.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
+
+$(SKEL_OBJ): $(OUT)/tachyon.skel.h
+
+# The writers and their model see neither the BPF ABI nor the build directory:
+# an include of tachyon.h (or of profile.h, which bridges to it) under
+# user/output/ fails to build.
+$(OUT)/user/output/%.o: CFLAGS := $(filter-out -Ibpf -I$(OUT),$(CFLAGS))
+
+$(CORE_LIB): $(CORE_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
 
 tachyon-bpf: $(OUT)/user/main.o $(USER_OBJ)
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
-$(OUT)/tests/%: tests/unit/%.c $(USER_OBJ) $(wildcard tests/unit/*.h tests/unit/fixtures/*.h)
+# The output checkers the unit and fuzz tests share.
+CHECK_SRC := tests/common/outcheck.c
+$(OUT)/tests/outcheck.o: $(CHECK_SRC) tests/common/outcheck.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit $< $(USER_OBJ) $(LDLIBS) -lcmocka -o $@
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(OUT)/tests/%: tests/unit/%.c $(CORE_LIB) $(OUT)/tests/outcheck.o \
+		$(wildcard tests/unit/*.h tests/unit/fixtures/*.h tests/common/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/unit -Itests/common $< $(OUT)/tests/outcheck.o $(CORE_LIB) \
+		$(LDLIBS) -lcmocka -o $@
 
 # Test programs: a synthetic 3.14/3.15 interpreter, and an embedded one.
 TEST_PROGS := $(OUT)/tests/fakepy $(OUT)/tests/embedded $(OUT)/tests/scribbler
@@ -127,20 +153,27 @@ FUZZ_SAN	:= -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fra
 FUZZ_CFLAGS	:= -g -O1 -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser -Ibpf -I$(OUT) $(FUZZ_SAN)
 FUZZ_NAMES	:= pyelf layout linetable pystr output pyobj
 FUZZ_BIN	:= $(patsubst %,$(FUZZ_OUT)/fuzz_%,$(FUZZ_NAMES))
-# Every userspace object but main: a target links what it needs.
-FUZZ_SRC	:= $(USER_SRC)
+# Every userspace object but main and the skeleton's users, in an archive:
+# a target links what it needs.
+FUZZ_SRC	:= $(filter-out $(SKEL_SRC),$(USER_SRC))
 FUZZ_OBJ	:= $(patsubst user/%.c,$(FUZZ_OUT)/obj/%.o,$(FUZZ_SRC))
+FUZZ_LIB	:= $(FUZZ_OUT)/libtachyon.a
 
 .PHONY: fuzz fuzz-smoke fuzz-build sanitize
 .SECONDARY: $(FUZZ_OBJ)
 
-$(FUZZ_OUT)/obj/%.o: user/%.c $(wildcard user/*.h user/output/*.h) bpf/tachyon.h \
-		$(OUT)/tachyon.skel.h
+$(FUZZ_OUT)/obj/%.o: user/%.c $(wildcard user/*.h user/output/*.h) bpf/tachyon.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
-$(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_OBJ)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) $(LDLIBS) -o $@
+$(FUZZ_LIB): $(FUZZ_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_LIB) $(CHECK_SRC) \
+		tests/common/outcheck.h
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Itests/common -fsanitize=fuzzer $< $(CHECK_SRC) $(FUZZ_LIB) \
+		$(LDLIBS) -o $@
 
 fuzz-build: $(FUZZ_BIN)
 

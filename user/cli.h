@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "events.h"
-#include "output.h"
+#include "output/output.h"
 
 #define CLI_MAX_PIDS 1024
 /* Timer sampling above this many interrupts per second per CPU needs --unsafe-rate. */

@@ -20,7 +20,7 @@
 #include "diff.h"
 #include "errors.h"
 #include "hmap.h"
-#include "output.h"
+#include "output/output.h"
 #include "output/diff.h"
 #include "safefile.h"
 
@@ -263,8 +263,8 @@ static int diff_svg(FILE *out, const struct dline *v, size_t n, double scale,
 		ret = add_sample(&r, v[i].stack, v[i].n[1]);
 	}
 	sd.base = base;
-	if (!ret && output_svg_diff(out, &r, &sd))
-		ret = -errno;
+	if (!ret)
+		ret = output_svg_diff(out, &r, &sd);
 	free(base);
 	resolved_free(&r);
 	return ret;

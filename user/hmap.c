@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "hmap.h"
@@ -44,7 +45,17 @@ int hmap_init(struct hmap *m, size_t key_size)
 	m->slot_size = 8 + ((key_size + 7) & ~(size_t)7) + 8;
 	m->cap = MIN_CAP;
 	m->slots = calloc(m->cap, m->slot_size);
-	return m->slots ? 0 : -1;
+	return m->slots ? 0 : -ENOMEM;
+}
+
+void hmap_free_values(struct hmap *m, void (*free_value)(void *))
+{
+	size_t it = 0;
+	void **val;
+
+	while (hmap_next(m, &it, NULL, &val))
+		free_value(*val);
+	hmap_free(m);
 }
 
 void hmap_free(struct hmap *m)
@@ -86,7 +97,7 @@ static int grow(struct hmap *m)
 	n.cap = m->cap * 2;
 	n.slots = calloc(n.cap, n.slot_size);
 	if (!n.slots)
-		return -1;
+		return -ENOMEM;
 	for (i = 0; i < m->cap; i++) {
 		uint64_t h = *slot_hash(m, i);
 		size_t j;

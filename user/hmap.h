@@ -18,8 +18,11 @@ struct hmap {
 	size_t slot_size;	/* 8 (hash, 0 = empty) + key + 8 (value) */
 };
 
+/* 0 or -ENOMEM. */
 int hmap_init(struct hmap *m, size_t key_size);
 void hmap_free(struct hmap *m);
+/* free_value() each value (free, for malloc'd ones), then hmap_free(). */
+void hmap_free_values(struct hmap *m, void (*free_value)(void *));
 /* Returns a pointer to the value slot for key, or NULL if absent. */
 void **hmap_get(const struct hmap *m, const void *key);
 /* Returns the value slot for key, inserting a NULL value if absent (*added

@@ -21,6 +21,7 @@
  * Only the header byte has bit 7 set, which lets us reject garbage early
  * (e.g. a stale pointer that now points at unrelated memory).
  */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "linetable.h"
@@ -46,7 +47,7 @@ struct lt_cursor {
 static int next_byte(struct lt_cursor *c, uint8_t *b)
 {
 	if (c->p >= c->end || (*c->p & 0x80))
-		return -1;
+		return -EINVAL;
 	*b = *c->p++;
 	return 0;
 }
@@ -57,7 +58,7 @@ static int skip_bytes(struct lt_cursor *c, int n)
 
 	while (n-- > 0) {
 		if (next_byte(c, &b))
-			return -1;
+			return -EINVAL;
 	}
 	return 0;
 }
@@ -71,13 +72,13 @@ static int read_varint(struct lt_cursor *c, uint32_t *out)
 	for (shift = 0;; shift += 6) {
 		/* A run of continuation bytes is an error, not a loop. */
 		if (shift > LT_VARINT_MAX_SHIFT || next_byte(c, &b))
-			return -1;
+			return -EINVAL;
 		val |= (uint64_t)(b & 63) << shift;
 		if (!(b & 64))
 			break;
 	}
 	if (val > UINT32_MAX)
-		return -1;
+		return -EINVAL;
 	*out = (uint32_t)val;
 	return 0;
 }
@@ -87,7 +88,7 @@ static int read_svarint(struct lt_cursor *c, int64_t *out)
 	uint32_t v;
 
 	if (read_varint(c, &v))
-		return -1;
+		return -EINVAL;
 	*out = (v & 1) ? -(int64_t)(v >> 1) : (int64_t)(v >> 1);
 	return 0;
 }
@@ -98,7 +99,7 @@ static int skip_varints(struct lt_cursor *c, int n)
 
 	while (n-- > 0) {
 		if (read_varint(c, &v))
-			return -1;
+			return -EINVAL;
 	}
 	return 0;
 }
@@ -110,7 +111,7 @@ static int entry_delta(struct lt_cursor *c, int kind, int64_t *delta)
 	switch (kind) {
 	case LT_LONG:
 		/* Δline, then Δend-line, column + 1, end column + 1. */
-		return read_svarint(c, delta) || skip_varints(c, 3) ? -1 : 0;
+		return read_svarint(c, delta) || skip_varints(c, 3) ? -EINVAL : 0;
 	case LT_NO_COLUMNS:
 		return read_svarint(c, delta);
 	case LT_ONE_LINE0 ... LT_ONE_LINE2:
@@ -134,19 +135,19 @@ static int next_entry(struct lt_cursor *c, int64_t *line, int *units,
 	int64_t delta;
 
 	if (!(hdr & 0x80))
-		return -1;
+		return -EINVAL;
 	*units = (hdr & 7) + 1;
 	if (kind == LT_NONE) {
 		*range_line = LT_NO_LINE;
 		return 0;
 	}
 	if (entry_delta(c, kind, &delta))
-		return -1;
+		return -EINVAL;
 
 	/* |delta| < 2^31 so this cannot overflow; keep lines in int32. */
 	*line += delta;
 	if (*line < INT32_MIN || *line > INT32_MAX)
-		return -1;
+		return -EINVAL;
 	*range_line = (int32_t)*line;
 	return 0;
 }
@@ -169,9 +170,9 @@ static int walk(const uint8_t *buf, size_t len, int32_t firstlineno,
 		int units;
 
 		if (next_entry(&c, &line, &units, &rl))
-			return -1;
+			return -EINVAL;
 		if (addr + units > INT32_MAX)
-			return -1;
+			return -EINVAL;
 		if (n && rl == prev) {
 			if (dst)
 				dst[n - 1].end = (int32_t)(addr + units);
@@ -197,26 +198,26 @@ int linetable_decode(const uint8_t *buf, size_t len, int32_t firstlineno,
 	size_t n, filled;
 
 	if (!out)
-		return -1;
+		return -EINVAL;
 	out->r = NULL;
 	out->n = 0;
 	out->firstlineno = firstlineno;
 	if ((!buf && len) || len > LINETABLE_MAX_BYTES)
-		return -1;
+		return -EINVAL;
 	if (!len)
 		return 0;	/* no table, no ranges (and no NULL + 0) */
 	if (walk(buf, len, firstlineno, NULL, &n))
-		return -1;
+		return -EINVAL;
 	if (!n)
 		return 0;
 
 	/* n <= len: every entry takes at least one byte. */
 	r = calloc(n, sizeof(*r));
 	if (!r)
-		return -1;
+		return -ENOMEM;
 	if (walk(buf, len, firstlineno, r, &filled) || filled != n) {
 		free(r);
-		return -1;
+		return -EINVAL;
 	}
 	out->r = r;
 	out->n = n;

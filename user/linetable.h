@@ -30,8 +30,8 @@ struct linetable {
 };
 
 /*
- * Decode a 3.11+ co_linetable. Returns 0, or -1 on malformed input (truncated
- * varint, bad entry header, overflow) or allocation failure. Never reads
+ * Decode a 3.11+ co_linetable. Returns 0, -EINVAL on malformed input (truncated
+ * varint, bad entry header, overflow) or -ENOMEM. Never reads
  * outside buf[0..len). On error *out is empty and needs no free.
  */
 int linetable_decode(const uint8_t *buf, size_t len, int32_t firstlineno,

@@ -23,7 +23,7 @@
 #include "errors.h"
 #include "kfeatures.h"
 #include "safefile.h"
-#include "output.h"
+#include "output/output.h"
 #include "proc.h"
 #include "progress.h"
 #include "pyroscope.h"
@@ -185,15 +185,18 @@ static void hooks_free(struct hooks *h)
 /* The profile to its file (not for top: the screen was its output). */
 static int write_profile(struct session *s, FILE *out, const struct resolved *r)
 {
+	int err;
+
 	if (!out || s->stop == STOP_PIPE_CLOSED)
 		return TB_EXIT_OK;
 	if (out != stdout && safe_truncate(out)) {
 		tb_error("-o %s: %s", s->opt->output, strerror(errno));
 		return TB_EXIT_RUNTIME;
 	}
-	if (!s->opt->writer->write(out, r) || errno == EPIPE)
+	err = s->opt->writer->write(out, r);
+	if (!err || err == -EPIPE)
 		return TB_EXIT_OK;
-	tb_error("writing the profile: %s (check the disk or the -o path)", strerror(errno));
+	tb_error("writing the profile: %s (check the disk or the -o path)", strerror(-err));
 	return TB_EXIT_RUNTIME;
 }
 
@@ -224,7 +227,7 @@ static int finish(struct session *s, FILE *out, FILE *statsf, struct hooks *h)
 		.rate_text = cli_rate_text(s->opt, rate, sizeof(rate)),
 		.start_unix = s->st.start_unix, .duration_s = s->st.seconds,
 	};
-	int ret, empty;
+	int ret, empty, err;
 
 	if (session_resolve(s, &r)) {
 		tb_error("writing the profile: out of memory");
@@ -233,8 +236,8 @@ static int finish(struct session *s, FILE *out, FILE *statsf, struct hooks *h)
 	}
 	empty = out && !r.total && s->stop != STOP_PIPE_CLOSED;
 	ret = empty ? TB_EXIT_RUNTIME : write_profile(s, out, &r);
-	if (!empty && s->opt->summary && output_summary(stderr, &r))
-		tb_warn("--summary: %s", strerror(errno));
+	if (!empty && s->opt->summary && (err = output_summary(stderr, &r)))
+		tb_warn("--summary: %s", strerror(-err));
 	if (h && h->pyro_on)
 		pyroscope_push(&h->pyro, s, 1);
 	if (s->opt->verbose)

@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +24,7 @@
 
 #include "proc.h"
 #include "pyelf.h"
+#include "util.h"
 
 #define DELETED_SUFFIX " (deleted)"
 
@@ -73,17 +73,6 @@ struct locate {
 	char *err;
 	size_t errlen;
 };
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* ---- /proc/PID/maps lines ---- */
 
@@ -516,13 +505,6 @@ static int read_maps(struct locate *lc)
 }
 
 /* ---- candidates ---- */
-
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s ? s + 1 : path;
-}
 
 static enum rank object_rank(const struct locate *lc, const struct object *o)
 {

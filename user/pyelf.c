@@ -18,13 +18,13 @@
 #include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "pyelf.h"
+#include "util.h"
 
 #if defined(__x86_64__)
 #define PYELF_MACHINE EM_X86_64
@@ -60,17 +60,6 @@ struct symbols {
 	uint32_t found;
 	bool has_runtime;
 };
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* [off, off + size) lies inside [0, limit), without overflow. */
 static bool range_ok(uint64_t off, uint64_t size, uint64_t limit)

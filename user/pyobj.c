@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Python objects read from another process: see pyobj.h. */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 #include "pyobj.h"
 #include "remote.h"
+#include "util.h"
 
 #define LOOKUP_MAX	8192	/* entries of a dict we search (sys.modules: hundreds) */
 #define KEY_MAX		64	/* longest key name we look up */
@@ -48,14 +50,14 @@ int pyobj_str(const struct target *t, uint64_t addr, char *out, size_t outsz)
 	out[0] = 0;
 	if (!addr || hl > sizeof(hdr) || remote_read(t->pid, addr, hdr, hl) ||
 	    pystr_locate(sl, hdr, hl, STR_MAX, &off, &nbytes, &kind, NULL))
-		return -1;
+		return -EINVAL;
 	/* No more characters than fit: each is at least one UTF-8 byte. */
 	if (nbytes > outsz * (size_t)kind)
 		nbytes = outsz * (size_t)kind;
 	data = malloc(nbytes + 1);
 	if (!data || (nbytes && remote_read(t->pid, addr + off, data, nbytes))) {
 		free(data);
-		return -1;
+		return data ? -EFAULT : -ENOMEM;
 	}
 	pystr_to_utf8(data, nbytes, kind, out, outsz);
 	free(data);
@@ -72,7 +74,7 @@ static int long_shape(const struct pyobj_layout *o, uint64_t w, int *neg, uint64
 		*neg = (int64_t)w < 0;
 		*ndig = *neg ? -(uint64_t)w : w;
 	}
-	return *ndig > 3 ? -1 : 0;	/* 90 bits and more: not an int64 */
+	return *ndig > 3 ? -ERANGE : 0;	/* 90 bits and more: not an int64 */
 }
 
 int pyobj_long(const struct target *t, uint64_t addr, int64_t *v)
@@ -85,17 +87,17 @@ int pyobj_long(const struct target *t, uint64_t addr, int64_t *v)
 	int neg;
 
 	if ((size_t)o->long_digits + 12 > sizeof(buf) || remote_read(t->pid, addr, buf, o->long_digits))
-		return -1;
-	memcpy(&w, buf + o->long_size, 8);
+		return -EINVAL;
+	w = load_u64(buf + o->long_size);
 	if (long_shape(o, w, &neg, &ndig) ||
 	    (ndig && remote_read(t->pid, addr + o->long_digits, buf, ndig * 4)))
-		return -1;
+		return -EINVAL;
 	for (i = ndig; i-- > 0;) {
-		memcpy(&d, buf + i * 4, 4);
+		d = load_u32(buf + i * 4);
 		acc = acc << 30 | (d & 0x3fffffff);
 	}
 	if (acc > (unsigned __int128)INT64_MAX + neg)
-		return -1;
+		return -ERANGE;
 	*v = neg ? (int64_t)(0 - (uint64_t)acc) : (int64_t)acc;
 	return 0;
 }
@@ -108,12 +110,12 @@ static int keys_view(const struct target *t, uint64_t keys, uint64_t values, str
 	uint8_t log2_ib, kind;
 
 	if (!keys || o->dk_indices > sizeof(h) || remote_read(t->pid, keys, h, o->dk_indices))
-		return -1;
+		return -EINVAL;
 	log2_ib = h[o->dk_log2_index_bytes];
 	kind = h[o->dk_kind];
-	memcpy(&n, h + o->dk_nentries, sizeof(n));
+	n = (int64_t)load_u64(h + o->dk_nentries);
 	if (log2_ib > 32 || n < 0 || n > LOOKUP_MAX * 8 || kind > 2)
-		return -1;
+		return -EINVAL;
 	v->entries = keys + o->dk_indices + (1ULL << log2_ib);
 	v->values = values ? values + o->values_off : 0;
 	v->n = n;
@@ -123,7 +125,7 @@ static int keys_view(const struct target *t, uint64_t keys, uint64_t values, str
 
 		/* shared keys may outgrow this object's values array */
 		if (remote_read(t->pid, values + o->values_capacity, &cap, 1))
-			return -1;
+			return -EFAULT;
 		if (v->n > cap)
 			v->n = cap;
 	}
@@ -136,20 +138,23 @@ static int dict_view(const struct target *t, uint64_t dict, struct dview *v)
 	uint64_t keys, values;
 
 	if (!dict || rd64(t, dict + o->dict_keys, &keys) || rd64(t, dict + o->dict_values, &values))
-		return -1;
+		return -EINVAL;
 	return keys_view(t, keys, values, v);
 }
 
-/* Up to max live entries; returns how many, or -1. */
+/* Up to max live entries; returns how many, or a negative errno. */
 static int view_items(const struct target *t, const struct dview *v, uint64_t *keys,
 		      uint64_t *vals, int64_t *hashes, int max)
 {
 	size_t words = v->general ? 3 : 2, i;
 	size_t n = (size_t)(v->n < max ? v->n : max);
 	uint64_t *e = malloc(n * words * 8 + 8), *vv = v->values ? malloc(n * 8 + 8) : NULL;
-	int got = -1;
+	int got = -ENOMEM;
 
-	if (!e || (v->values && !vv) || remote_read(t->pid, v->entries, e, n * words * 8) ||
+	if (!e || (v->values && !vv))
+		goto out;
+	got = -EFAULT;
+	if (remote_read(t->pid, v->entries, e, n * words * 8) ||
 	    (vv && remote_read(t->pid, v->values, vv, n * 8)))
 		goto out;
 	for (got = 0, i = 0; i < n; i++) {
@@ -181,7 +186,7 @@ static int view_find(const struct target *t, const struct dview *v, const char *
 	uint8_t *bufs = NULL;
 	int n, i, j, ascii, kind, found = 0;
 
-	n = keys && vs ? view_items(t, v, keys, vs, NULL, LOOKUP_MAX) : -1;
+	n = keys && vs ? view_items(t, v, keys, vs, NULL, LOOKUP_MAX) : -ENOMEM;
 	if (n > 0) {
 		rq = calloc(n, sizeof(*rq));
 		bufs = calloc(n, stride);
@@ -209,7 +214,7 @@ out:
 	free(vs);
 	free(rq);
 	free(bufs);
-	return n < 0 ? -1 : found;
+	return n < 0 ? n : found;
 }
 
 int pyobj_dict_get(const struct target *t, uint64_t dict, const char *key, uint64_t *val)
@@ -218,8 +223,8 @@ int pyobj_dict_get(const struct target *t, uint64_t dict, const char *key, uint6
 
 	*val = 0;
 	if (!pyobj_usable(t) || dict_view(t, dict, &v))
-		return -1;
-	return view_find(t, &v, &key, val, 1) == 1 ? 0 : -1;
+		return -EINVAL;
+	return view_find(t, &v, &key, val, 1) == 1 ? 0 : -ENOENT;
 }
 
 int pyobj_dict_items(const struct target *t, uint64_t dict, uint64_t *keys, uint64_t *vals,
@@ -228,7 +233,7 @@ int pyobj_dict_items(const struct target *t, uint64_t dict, uint64_t *keys, uint
 	struct dview v;
 
 	if (!pyobj_usable(t) || dict_view(t, dict, &v))
-		return -1;
+		return -EINVAL;
 	return view_items(t, &v, keys, vals, hashes, max);
 }
 
@@ -244,12 +249,12 @@ static int attr_view(const struct target *t, uint64_t obj, struct dview *v)
 	/* the two words before the GC header, the object header */
 	if (need > sizeof(ty) || remote_read(t->pid, obj - 32, pre, sizeof(pre)) ||
 	    remote_read(t->pid, pre[5], ty, need))
-		return -1;
-	memcpy(&flags, ty + o->tp_flags, 8);
-	memcpy(&basic, ty + o->tp_basicsize, 8);
-	memcpy(&cached, ty + o->ht_cached_keys, 8);
+		return -EINVAL;
+	flags = load_u64(ty + o->tp_flags);
+	basic = load_u64(ty + o->tp_basicsize);
+	cached = load_u64(ty + o->ht_cached_keys);
 	if (!(flags & o->tpflag_managed))
-		return -1;
+		return -EINVAL;
 	if (o->managed == PYOBJ_MANAGED_311) {
 		values = pre[0];
 		dict = pre[1];
@@ -264,7 +269,7 @@ static int attr_view(const struct target *t, uint64_t obj, struct dview *v)
 			values = obj + basic;
 		if (values && o->values_valid >= 0 &&
 		    (remote_read(t->pid, values + o->values_valid, &valid, 1) || !valid))
-			return -1;
+			return -EINVAL;
 	}
 	if (dict)
 		return dict_view(t, dict, v);
@@ -278,7 +283,7 @@ int pyobj_attrs(const struct target *t, uint64_t obj, const char *const *names,
 
 	memset(vals, 0, n * sizeof(*vals));
 	if (!pyobj_usable(t) || !obj || attr_view(t, obj, &v))
-		return -1;
+		return -EINVAL;
 	return view_find(t, &v, names, vals, n);
 }
 
@@ -290,11 +295,11 @@ int pyobj_type_name(const struct target *t, uint64_t obj, char *out, size_t outs
 	out[0] = 0;
 	if (!pyobj_usable(t) || rd64(t, obj + 8, &type) ||
 	    rd64(t, type + lay(t)->tp_name, &name))
-		return -1;
+		return -EINVAL;
 	/* a C string near the end of a page: read less */
 	if (remote_read(t->pid, name, out, n) &&
 	    remote_read(t->pid, name, out, n = n < 8 ? n : 8))
-		return -1;
+		return -EFAULT;
 	out[n] = 0;
 	/* printable ASCII only: the name is printed and may be anything */
 	for (i = 0; out[i]; i++)
@@ -380,7 +385,7 @@ static void repr_float(const struct target *t, uint64_t obj, char *out, size_t o
 	}
 }
 
-/* The length of a container; -1 if obj is not one we know. */
+/* The length of a container; -EINVAL if obj is not one we know. */
 static int64_t container_len(const struct target *t, uint64_t obj, const char *type)
 {
 	const struct pyobj_layout *o = lay(t);
@@ -394,9 +399,9 @@ static int64_t container_len(const struct target *t, uint64_t obj, const char *t
 	else if (!strcmp(type, "set") || !strcmp(type, "frozenset"))
 		off = o->set_used;
 	else
-		return -1;
+		return -EINVAL;
 	if (remote_read(t->pid, obj + off, &n, sizeof(n)) || n < 0)
-		return -1;
+		return -EINVAL;
 	return n;
 }
 

@@ -16,24 +16,24 @@
 
 /* 1 if this target's objects are described (3.11 to 3.15). */
 int pyobj_usable(const struct target *t);
-/* A str as UTF-8 (cut to outsz); 0, or -1 if it is not a readable str. */
+/* A str as UTF-8 (cut to outsz); 0, or a negative errno if it is not a readable str. */
 int pyobj_str(const struct target *t, uint64_t addr, char *out, size_t outsz);
-/* An int that fits in 64 bits; 0, or -1. */
+/* An int that fits in 64 bits; 0, -ERANGE if it does not fit, or another negative errno. */
 int pyobj_long(const struct target *t, uint64_t addr, int64_t *v);
-/* The value of the str key `key` in a dict; 0, or -1 if absent/unreadable. */
+/* The value of the str key `key` in a dict; 0, -ENOENT if absent, or another negative errno. */
 int pyobj_dict_get(const struct target *t, uint64_t dict, const char *key, uint64_t *val);
 /*
  * Every (key, value) of a dict, up to max; for dicts whose keys are not str
  * (kind general) hashes[i] is the key's hash (an int's own value).
- * Returns how many, or -1.
+ * Returns how many, or a negative errno.
  */
 int pyobj_dict_items(const struct target *t, uint64_t dict, uint64_t *keys, uint64_t *vals,
 		     int64_t *hashes, int max);
 /* Attributes of an instance (managed __dict__); vals[i] = 0 where absent.
- * Returns how many were found, or -1. */
+ * Returns how many were found, or a negative errno. */
 int pyobj_attrs(const struct target *t, uint64_t obj, const char *const *names,
 		uint64_t *vals, int n);
-/* The object's type name ("int", "Thread"; printable ASCII, others as '?'); 0, or -1. */
+/* The object's type name ("int", "Thread"; printable ASCII, others as '?'); 0, or a negative errno. */
 int pyobj_type_name(const struct target *t, uint64_t obj, char *out, size_t outsz);
 /*
  * A short repr: repr() of str, bytes, int, float, bool and None; "<list,

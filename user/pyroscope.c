@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Pyroscope pushes over HTTP with libcurl; see pyroscope.h. */
 #include <curl/curl.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include "clock.h"
 #include "errors.h"
 #include "pyroscope.h"
+#include "util.h"
 
 #define CONNECT_TIMEOUT_S	5L
 #define PUSH_TIMEOUT_S		10L	/* the event loop waits while we push */
@@ -45,12 +47,12 @@ int pyroscope_init(struct pyroscope *p, const struct options *o)
 	p->interval = o->push_interval;
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) || !(p->curl = curl_easy_init())) {
 		tb_error("--pyroscope: cannot start libcurl (check the libcurl installation)");
-		return -1;
+		return -EIO;
 	}
 	p->ingest = ingest_prefix(p->curl, o->pyroscope, o->app);
 	if (!p->ingest) {
 		tb_error("--pyroscope: out of memory (free some memory)");
-		return -1;
+		return -ENOMEM;
 	}
 	return 0;
 }
@@ -70,15 +72,9 @@ void pyroscope_free(struct pyroscope *p)
 static int body_add(struct body *b, const char *stack, uint64_t count)
 {
 	size_t need = strlen(stack) + 24;
-	char *g;
 
-	if (b->len + need > b->cap) {
-		b->cap = (b->len + need) * 2;
-		g = realloc(b->p, b->cap);
-		if (!g)
-			return -1;
-		b->p = g;
-	}
+	if (array_grow(&b->p, &b->cap, b->len + need, 1, 4096))
+		return -ENOMEM;
 	b->len += (size_t)sprintf(b->p + b->len, "%s %" PRIu64 "\n", stack, count);
 	b->samples += count;
 	return 0;
@@ -99,7 +95,7 @@ static int delta(const struct folded *cur, const struct folded *acked, struct bo
 			had = acked->v[j].count;
 		/* Counts only grow; a smaller one would be a bug, not news. */
 		if (cur->v[i].count > had && body_add(b, cur->v[i].stack, cur->v[i].count - had))
-			return -1;
+			return -ENOMEM;
 	}
 	return 0;
 }
@@ -151,12 +147,12 @@ static int post(struct pyroscope *p, const struct body *b, int64_t from, int64_t
 	curl_slist_free_all(hdr);
 	if (res != CURLE_OK) {
 		snprintf(err, errlen, "%s", cerr[0] ? cerr : curl_easy_strerror(res));
-		return -1;
+		return -EIO;
 	}
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
 	if (code < 200 || code > 299) {
 		snprintf(err, errlen, "the server answered HTTP %ld", code);
-		return -1;
+		return -EPROTO;
 	}
 	return 0;
 }
@@ -177,7 +173,7 @@ int pyroscope_push(struct pyroscope *p, struct session *s, int final)
 		tb_warn("pyroscope: out of memory preparing a push (retried with the next one)");
 		folded_free(&cur);
 		free(b.p);
-		return -1;
+		return -ENOMEM;
 	}
 	if (!b.samples || !post(p, &b, p->from, until, err, sizeof(err))) {
 		/* Delivered (or nothing to say): the server has all of cur. */
@@ -199,7 +195,7 @@ int pyroscope_push(struct pyroscope *p, struct session *s, int final)
 		"kept: they go with the next push");
 	folded_free(&cur);
 	free(b.p);
-	return -1;
+	return -EIO;
 }
 
 int pyroscope_due(struct pyroscope *p)

@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 #include "cli.h"
-#include "output.h"
+#include "output/output.h"
 #include "session.h"
 
 struct pyroscope {
@@ -29,11 +29,11 @@ struct pyroscope {
 	uint64_t pushes, failures, samples;
 };
 
-/* 0, or -1 after a one-line message. */
+/* 0, or a negative errno after a one-line message. */
 int pyroscope_init(struct pyroscope *p, const struct options *o);
 /* Is the interval over? (Then push; called from the session tick.) */
 int pyroscope_due(struct pyroscope *p);
-/* Push now (the end of the run). 0 if everything was delivered. */
+/* Push now (the end of the run). 0 if everything was delivered, else a negative errno. */
 int pyroscope_push(struct pyroscope *p, struct session *s, int final);
 void pyroscope_free(struct pyroscope *p);
 

@@ -9,9 +9,11 @@
  * object names and filenames are always compact, so we refuse the others
  * rather than chase a pointer read from a racing process.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "pystr.h"
+#include "util.h"
 
 /* Bits of the (shifted) state word; only its low byte is meaningful. */
 #define PYSTR_KIND_SHIFT	2
@@ -21,20 +23,10 @@
 
 #define UTF8_REPLACEMENT	0xfffd
 
-static int read_i64(const uint8_t *obj, size_t have, size_t off, int64_t *v)
+/* The n bytes at off are inside the copy of the object. */
+static int inside(const uint8_t *obj, size_t have, size_t off, size_t n)
 {
-	if (!obj || off + sizeof(*v) > have)
-		return -1;
-	memcpy(v, obj + off, sizeof(*v));
-	return 0;
-}
-
-static int read_u32(const uint8_t *obj, size_t have, size_t off, uint32_t *v)
-{
-	if (!obj || off + sizeof(*v) > have)
-		return -1;
-	memcpy(v, obj + off, sizeof(*v));
-	return 0;
+	return obj && off + n <= have;
 }
 
 int pystr_locate(const struct pystr_layout *l, const uint8_t *obj, size_t have,
@@ -45,23 +37,24 @@ int pystr_locate(const struct pystr_layout *l, const uint8_t *obj, size_t have,
 	int64_t len;
 	int k, is_ascii;
 
-	if (!l || l->state_shift >= 32 ||
-	    read_i64(obj, have, l->length, &len) ||
-	    read_u32(obj, have, l->state, &state))
-		return -1;
+	if (!l || l->state_shift >= 32 || !inside(obj, have, l->length, sizeof(len)) ||
+	    !inside(obj, have, l->state, sizeof(state)))
+		return -EINVAL;
+	len = (int64_t)load_u64(obj + l->length);
+	state = load_u32(obj + l->state);
 
 	/* The bits above the low byte are padding that holds garbage. */
 	state = (state >> l->state_shift) & 0xff;
 	k = (state >> PYSTR_KIND_SHIFT) & PYSTR_KIND_MASK;
 	is_ascii = !!(state & PYSTR_ASCII);
 	if (!(state & PYSTR_COMPACT))
-		return -1;
+		return -EINVAL;
 	if (k != 1 && k != 2 && k != 4)
-		return -1;
+		return -EINVAL;
 	if (is_ascii && k != 1)
-		return -1;
+		return -EINVAL;
 	if (len < 0 || (uint64_t)len > max_len || (uint64_t)len > SIZE_MAX / 4)
-		return -1;
+		return -EINVAL;
 
 	if (data_off)
 		*data_off = is_ascii ? l->ascii_size : l->compact_size;
@@ -80,10 +73,9 @@ static uint32_t read_char(const uint8_t *p, int kind)
 	case 1:
 		return p[0];
 	case 2:
-		return (uint32_t)p[0] | (uint32_t)p[1] << 8;
+		return load_u16(p);
 	default:
-		return (uint32_t)p[0] | (uint32_t)p[1] << 8 |
-		       (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+		return load_u32(p);
 	}
 }
 
@@ -147,10 +139,11 @@ int pybytes_locate(const struct pystr_layout *l, const uint8_t *obj,
 {
 	int64_t size;
 
-	if (!l || read_i64(obj, have, l->bytes_size, &size))
-		return -1;
+	if (!l || !inside(obj, have, l->bytes_size, sizeof(size)))
+		return -EINVAL;
+	size = (int64_t)load_u64(obj + l->bytes_size);
 	if (size < 0 || (uint64_t)size > max_len)
-		return -1;
+		return -EINVAL;
 	if (data_off)
 		*data_off = l->bytes_data;
 	if (nbytes)

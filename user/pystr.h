@@ -31,7 +31,7 @@ struct pystr_layout {	/* from the per-version layout */
 /*
  * Given the first `have` bytes of a str object, tell where its character
  * data lies: *data_off (offset from the object start), *nbytes
- * (length * kind), *kind (1, 2, 4) and *ascii. Returns 0, or -1 if `have`
+ * (length * kind), *kind (1, 2, 4) and *ascii. Returns 0, or -EINVAL if `have`
  * does not cover the header, or the object is not a compact str, has a bad
  * kind or an absurd length (more than max_len characters). Output pointers
  * may be NULL.
@@ -53,7 +53,7 @@ size_t pystr_to_utf8(const uint8_t *data, size_t nbytes, int kind, char *out,
 
 /*
  * Bytes object: length and data offset from the first `have` bytes. Returns
- * 0, or -1 if `have` does not cover ob_size or the size is negative or
+ * 0, or -EINVAL if `have` does not cover ob_size or the size is negative or
  * above max_len. Output pointers may be NULL.
  */
 int pybytes_locate(const struct pystr_layout *l, const uint8_t *obj,

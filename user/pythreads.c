@@ -29,12 +29,7 @@ int pythreads_cache_init(struct pythreads_cache *c)
 
 void pythreads_cache_free(struct pythreads_cache *c)
 {
-	size_t it = 0;
-	void **val;
-
-	while (hmap_next(&c->objs, &it, NULL, &val))
-		free(*val);
-	hmap_free(&c->objs);
+	hmap_free_values(&c->objs, free);
 }
 
 /* read_thread() through the cache; 0 if out names a thread. */

@@ -17,8 +17,8 @@ int remote_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 	if (n == (ssize_t)len)
 		return 0;
 	if (n >= 0)
-		errno = EFAULT;
-	return -1;
+		errno = EFAULT;	/* a short read: the rest is not mapped */
+	return -errno;
 }
 
 /*

@@ -18,7 +18,7 @@ struct remote_req {
 	int ok;		/* out: 1 if all len bytes were read */
 };
 
-/* 0 if all len bytes were read, -1 (errno set) otherwise. */
+/* 0 if all len bytes were read, else a negative errno (-EFAULT: a short read), errno set too. */
 int remote_read(pid_t pid, uint64_t addr, void *buf, size_t len);
 /* Reads every request it can; returns how many succeeded. */
 int remote_readv(pid_t pid, struct remote_req *r, int n);

@@ -67,10 +67,10 @@ int safe_truncate(FILE *f)
 	struct stat st;
 
 	if (fflush(f) || fstat(fileno(f), &st))
-		return -1;
+		return -errno;
 	if (is_null_device(&st))
 		return 0;
 	if (ftruncate(fileno(f), 0) || fseek(f, 0, SEEK_SET))
-		return -1;
+		return -errno;
 	return 0;
 }

@@ -14,7 +14,7 @@
 /* A FILE for writing path, positioned at 0, NOT truncated; NULL with a
  * short reason in why (errno set). */
 FILE *safe_open(const char *path, char *why, size_t whylen);
-/* Drop what the file held before: call right before writing. 0 or -1. */
+/* Drop what the file held before: call right before writing. 0 or a negative errno (errno set too). */
 int safe_truncate(FILE *f);
 
 #endif

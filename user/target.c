@@ -14,6 +14,7 @@
 #include "errors.h"
 #include "remote.h"
 #include "target.h"
+#include "util.h"
 
 /* The target's memory, for the layout module (layout_read_fn). */
 static int read_target(void *ctx, uint64_t addr, void *buf, size_t len)
@@ -73,13 +74,6 @@ int target_refresh(struct target *t)
 		return 0;
 	target_addrs(t, &a);
 	return layout_bind_status(&t->layout, &a, read_target, t);
-}
-
-static const char *base_name(const char *p)
-{
-	const char *slash = strrchr(p, '/');
-
-	return slash && slash[1] ? slash + 1 : p;
 }
 
 /* Interpreter options that take a value in the next argument. */

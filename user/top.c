@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* tachyon-bpf top: see top.h. */
 #include <curses.h>
+#include <errno.h>
 #include <term.h>
 #include <inttypes.h>
 #include <locale.h>
@@ -14,7 +15,7 @@
 #include <wchar.h>
 #include "clock.h"
 #include "errors.h"
-#include "output.h"
+#include "output/output.h"
 #include "output/emit.h"
 #include "top.h"
 
@@ -151,47 +152,27 @@ static char *fn_label(const struct rframe *f)
 	return out;
 }
 
-/* Self and total per function, a function counted once per sample. */
-static void count_funcs(const struct resolved *r, const struct func_table *ft,
-			struct top_fn *fn, size_t *stamp)
-{
-	size_t i;
-	uint32_t j;
-
-	for (i = 0; i < r->nsamples; i++) {
-		const struct rsample *s = &r->samples[i];
-
-		if (!s->depth)
-			continue;
-		fn[ft->of_frame[s->frames[s->depth - 1]->id]].self += s->count;
-		for (j = 0; j < s->depth; j++) {
-			uint32_t f = ft->of_frame[s->frames[j]->id];
-
-			if (stamp[f] == i + 1)
-				continue;
-			stamp[f] = i + 1;
-			fn[f].total += s->count;
-		}
-	}
-}
-
 static int table_from(const struct resolved *r, struct top_fn **out, size_t *nout)
 {
 	struct func_table ft;
+	struct func_count *fc;
 	struct top_fn *fn;
-	size_t *stamp, i;
-	int ret = -1;
+	size_t i;
+	int ret = funcs_build(r, &ft);
 
-	if (funcs_build(r, &ft))
-		return -1;
+	if (ret)
+		return ret;
+	ret = -ENOMEM;
 	fn = calloc(ft.n + 1, sizeof(*fn));
-	stamp = calloc(ft.n + 1, sizeof(*stamp));
-	if (!fn || !stamp)
+	fc = calloc(ft.n + 1, sizeof(*fc));
+	if (!fn || !fc || resolved_function_totals(r, &ft, fc))
 		goto out;
-	for (i = 0; i < ft.n; i++)
+	for (i = 0; i < ft.n; i++) {
 		if (!(fn[i].label = fn_label(ft.funcs[i])))
 			goto out;
-	count_funcs(r, &ft, fn, stamp);
+		fn[i].self = fc[i].self;
+		fn[i].total = fc[i].total;
+	}
 	*out = fn;
 	*nout = ft.n;
 	fn = NULL;
@@ -199,7 +180,7 @@ static int table_from(const struct resolved *r, struct top_fn **out, size_t *nou
 out:
 	if (fn)
 		fns_free(fn, ft.n);
-	free(stamp);
+	free(fc);
 	funcs_free(&ft);
 	return ret;
 }

@@ -49,37 +49,20 @@ static inline void fz_bytes(struct fz *f, void *out, size_t n)
 	f->left -= k;
 }
 
-static inline uint8_t fz_u8(struct fz *f)
-{
-	uint8_t v;
-
-	fz_bytes(f, &v, 1);
-	return v;
+/* fz_u8() ... fz_u64(): the next bytes as a number, zeros past the end. */
+#define FZ_UINT(bits)							\
+static inline uint##bits##_t fz_u##bits(struct fz *f)			\
+{									\
+	uint##bits##_t v;						\
+									\
+	fz_bytes(f, &v, sizeof(v));					\
+	return v;							\
 }
-
-static inline uint16_t fz_u16(struct fz *f)
-{
-	uint16_t v;
-
-	fz_bytes(f, &v, 2);
-	return v;
-}
-
-static inline uint32_t fz_u32(struct fz *f)
-{
-	uint32_t v;
-
-	fz_bytes(f, &v, 4);
-	return v;
-}
-
-static inline uint64_t fz_u64(struct fz *f)
-{
-	uint64_t v;
-
-	fz_bytes(f, &v, 8);
-	return v;
-}
+FZ_UINT(8)
+FZ_UINT(16)
+FZ_UINT(32)
+FZ_UINT(64)
+#undef FZ_UINT
 
 /*
  * A NUL-terminated string of at most max bytes, malloc'd: a length byte,
@@ -102,43 +85,6 @@ static inline char *fz_str(struct fz *f, size_t max)
 			s[i] = 'x';
 	s[n] = 0;
 	return s;
-}
-
-/* Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF. */
-static inline int fz_utf8_valid(const uint8_t *s, size_t n)
-{
-	size_t i = 0;
-
-	while (i < n) {
-		uint8_t c = s[i];
-		uint32_t cp;
-		size_t k, j;
-
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf)
-			k = 1, cp = c & 0x1f;
-		else if (c >= 0xe0 && c <= 0xef)
-			k = 2, cp = c & 0x0f;
-		else if (c >= 0xf0 && c <= 0xf4)
-			k = 3, cp = c & 0x07;
-		else
-			return 0;
-		if (n - i <= k)		/* the sequence runs past the end */
-			return 0;
-		for (j = 1; j <= k; j++) {
-			if ((s[i + j] & 0xc0) != 0x80)
-				return 0;
-			cp = cp << 6 | (s[i + j] & 0x3f);
-		}
-		if ((k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) ||
-		    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-			return 0;
-		i += k + 1;
-	}
-	return 1;
 }
 
 #endif /* TB_FUZZ_H */

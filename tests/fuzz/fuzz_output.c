@@ -20,14 +20,14 @@
  *  - pstats: one marshal dict of (str, int, str) -> (int, int, float,
  *    float, dict of the same keys -> (int, int, float, float)), every str
  *    valid UTF-8 (Python's marshal refuses anything else);
- *  - a stream that fails after N bytes makes the writer return -1 with
- *    errno EPIPE (the write's error), never 0, never a crash.
+ *  - a stream that fails after N bytes makes the writer return -EPIPE
+ *    (the write's error), never 0, never a crash.
  */
 #include <errno.h>
-#include <zlib.h>
 
 #include "fuzz.h"
-#include "output.h"
+#include "outcheck.h"
+#include "output/output.h"
 #include "output/emit.h"
 
 #define MAX_FRAMES	48
@@ -96,8 +96,8 @@ static void build(struct fz *f, struct built *b)
 		fr->firstlineno = (kind & 2) ? (int32_t)fz_u32(f) : fr->line;
 		fr->id = (uint32_t)i;
 		b->frp[i] = fr;
-		b->all_utf8 &= fz_utf8_valid((uint8_t *)fr->name, strlen(fr->name)) &&
-			       fz_utf8_valid((uint8_t *)fr->file, strlen(fr->file));
+		b->all_utf8 &= oc_utf8_valid((uint8_t *)fr->name, strlen(fr->name)) &&
+			       oc_utf8_valid((uint8_t *)fr->file, strlen(fr->file));
 		if (strlen(fr->name) + strlen(fr->file) > longest)
 			longest = strlen(fr->name) + strlen(fr->file);
 	}
@@ -164,20 +164,7 @@ static void unbuild(struct built *b)
 		free(b->s[i].frames);
 }
 
-/* ---- output checks ---- */
-
-static int has_controls(const char *s, size_t n, int allow_tab)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if ((c < 0x20 && c != '\n' && !(allow_tab && c == '\t')) || c == 0x7f)
-			return 1;
-	}
-	return 0;
-}
+/* ---- output checks (the checkers are tests/common/outcheck.c) ---- */
 
 static void check_collapsed(const struct built *b, const char *out, size_t n)
 {
@@ -190,7 +177,7 @@ static void check_collapsed(const struct built *b, const char *out, size_t n)
 			want += b->s[i].count;
 	FUZZ_CHECK(!n || out[n - 1] == '\n', "no final newline");
 	FUZZ_CHECK(!memchr(out, 0, n), "NUL in collapsed output");
-	FUZZ_CHECK(!has_controls(out, n, 0), "control character in collapsed output");
+	FUZZ_CHECK(!oc_has_controls(out, n, 0), "control character in collapsed output");
 	for (; p < end; p = nl + 1) {
 		char *e;
 
@@ -207,309 +194,62 @@ static void check_collapsed(const struct built *b, const char *out, size_t n)
 	FUZZ_CHECK(sum == want, "counts add up to %llu, want %llu",
 		   (unsigned long long)sum, (unsigned long long)want);
 	if (b->all_utf8)
-		FUZZ_CHECK(fz_utf8_valid((const uint8_t *)out, n),
+		FUZZ_CHECK(oc_utf8_valid((const uint8_t *)out, n),
 			   "valid UTF-8 names gave invalid UTF-8 collapsed output");
 }
 
-static int entity_at(const char *s, const char *end)
-{
-	static const char *const ok[] = { "&amp;", "&lt;", "&gt;", "&quot;", "&#39;" };
-	size_t i, k;
-
-	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-		k = strlen(ok[i]);
-		if ((size_t)(end - s) >= k && !memcmp(s, ok[i], k))
-			return 1;
-	}
-	return 0;
-}
-
-static const char *find(const char *s, const char *end, const char *needle)
-{
-	return memmem(s, (size_t)(end - s), needle, strlen(needle));
-}
-
-/* Tags nest and close by name; outside CDATA, '&' starts an entity and '>' closes a tag. */
 static void check_svg(const char *out, size_t n)
 {
-	const char *s = out, *end = out + n, *names[512], *gt;
-	size_t lens[512], depth = 0, k;
+	const char *why;
+	size_t at = 0;
 
-	FUZZ_CHECK(fz_utf8_valid((const uint8_t *)out, n), "SVG is not valid UTF-8");
-	FUZZ_CHECK(!has_controls(out, n, 0), "control character in SVG");
-	for (; s < end; s++) {
-		if (*s == '&')
-			FUZZ_CHECK(entity_at(s, end), "bare '&' at byte %zu", (size_t)(s - out));
-		FUZZ_CHECK(*s != '>', "'>' outside a tag at byte %zu", (size_t)(s - out));
-		if (*s != '<')
-			continue;
-		if ((size_t)(end - s) >= 2 && s[1] == '?') {
-			gt = find(s, end, "?>");
-			FUZZ_CHECK(gt, "unterminated <?");
-			s = gt + 1;
-			continue;
-		}
-		if ((size_t)(end - s) >= 9 && !memcmp(s, "<![CDATA[", 9)) {
-			gt = find(s, end, "]]>");
-			FUZZ_CHECK(gt, "unterminated CDATA");
-			s = gt + 2;
-			continue;
-		}
-		gt = memchr(s, '>', (size_t)(end - s));
-		FUZZ_CHECK(gt, "unterminated tag at byte %zu", (size_t)(s - out));
-		FUZZ_CHECK(!memchr(s + 1, '<', (size_t)(gt - s - 1)),
-			   "'<' inside a tag at byte %zu", (size_t)(s - out));
-		for (k = 1; s + k < gt; k++)	/* attributes: entities only */
-			if (s[k] == '&')
-				FUZZ_CHECK(entity_at(s + k, gt), "bare '&' in a tag");
-		if (s[1] == '/') {
-			k = strcspn(s + 2, " >");
-			FUZZ_CHECK(depth && lens[depth - 1] == k && !memcmp(names[depth - 1], s + 2, k),
-				   "mismatched </%.*s>", (int)k, s + 2);
-			depth--;
-		} else if (gt[-1] != '/') {
-			FUZZ_CHECK(depth < 512, "tags nested too deep");
-			names[depth] = s + 1;
-			lens[depth++] = strcspn(s + 1, " >/\n");
-		}
-		s = gt;
-	}
-	FUZZ_CHECK(depth == 0, "%zu unclosed tags", depth);
-}
-
-/* ---- a small JSON validator ---- */
-
-struct json {
-	const char *p, *end;
-	int depth;
-};
-
-static void json_ws(struct json *j)
-{
-	while (j->p < j->end && (*j->p == ' ' || *j->p == '\n' || *j->p == '\t' || *j->p == '\r'))
-		j->p++;
-}
-
-static int json_lit(struct json *j, const char *lit)
-{
-	size_t k = strlen(lit);
-
-	if ((size_t)(j->end - j->p) < k || memcmp(j->p, lit, k))
-		return -1;
-	j->p += k;
-	return 0;
-}
-
-static int json_string(struct json *j)
-{
-	if (j->p == j->end || *j->p++ != '"')
-		return -1;
-	while (j->p < j->end && *j->p != '"') {
-		unsigned char c = (unsigned char)*j->p++;
-
-		if (c < 0x20)
-			return -1;
-		if (c != '\\')
-			continue;
-		if (j->p == j->end)
-			return -1;
-		c = (unsigned char)*j->p++;
-		if (c == 'u') {
-			int i;
-
-			for (i = 0; i < 4; i++, j->p++)
-				if (j->p == j->end || !strchr("0123456789abcdefABCDEF", *j->p))
-					return -1;
-		} else if (!strchr("\"\\/bfnrt", c) || !c) {
-			return -1;
-		}
-	}
-	if (j->p == j->end)
-		return -1;
-	j->p++;
-	return 0;
-}
-
-static int json_number(struct json *j)
-{
-	const char *start = j->p;
-
-	if (j->p < j->end && *j->p == '-')
-		j->p++;
-	if (j->p == j->end || *j->p < '0' || *j->p > '9')
-		return -1;
-	while (j->p < j->end && strchr("0123456789.eE+-", *j->p) && *j->p)
-		j->p++;
-	return j->p > start ? 0 : -1;
-}
-
-static int json_value(struct json *j)
-{
-	int first = 1;
-
-	json_ws(j);
-	if (j->p == j->end || ++j->depth > 64)
-		return -1;
-	switch (*j->p) {
-	case '{':
-		for (j->p++;; first = 0) {
-			json_ws(j);
-			if (first && j->p < j->end && *j->p == '}')
-				break;
-			if (json_string(j))
-				return -1;
-			json_ws(j);
-			if (j->p == j->end || *j->p++ != ':' || json_value(j))
-				return -1;
-			json_ws(j);
-			if (j->p < j->end && *j->p == ',') {
-				j->p++;
-				continue;
-			}
-			if (j->p == j->end || *j->p != '}')
-				return -1;
-			break;
-		}
-		j->p++;
-		break;
-	case '[':
-		for (j->p++;; first = 0) {
-			json_ws(j);
-			if (first && j->p < j->end && *j->p == ']')
-				break;
-			if (json_value(j))
-				return -1;
-			json_ws(j);
-			if (j->p < j->end && *j->p == ',') {
-				j->p++;
-				continue;
-			}
-			if (j->p == j->end || *j->p != ']')
-				return -1;
-			break;
-		}
-		j->p++;
-		break;
-	case '"':
-		if (json_string(j))
-			return -1;
-		break;
-	case 't':
-		return json_lit(j, "true");
-	case 'f':
-		return json_lit(j, "false");
-	case 'n':
-		return json_lit(j, "null");
-	default:
-		if (json_number(j))
-			return -1;
-	}
-	j->depth--;
-	return 0;
+	FUZZ_CHECK(oc_utf8_valid((const uint8_t *)out, n), "SVG is not valid UTF-8");
+	FUZZ_CHECK(!oc_has_controls(out, n, 0), "control character in SVG");
+	why = oc_xml(out, n, &at);
+	FUZZ_CHECK(!why, "SVG: %s at byte %zu", why, at);
 }
 
 static void check_json(const char *out, size_t n)
 {
-	struct json j = { out, out + n, 0 };
+	const char *why;
+	size_t at = 0;
 
-	FUZZ_CHECK(fz_utf8_valid((const uint8_t *)out, n), "speedscope JSON is not valid UTF-8");
-	FUZZ_CHECK(!json_value(&j), "invalid JSON near byte %zu", (size_t)(j.p - out));
-	json_ws(&j);
-	FUZZ_CHECK(j.p == j.end, "trailing bytes after the JSON value at %zu",
-		   (size_t)(j.p - out));
+	FUZZ_CHECK(oc_utf8_valid((const uint8_t *)out, n), "speedscope JSON is not valid UTF-8");
+	why = oc_json(out, n, &at);
+	FUZZ_CHECK(!why, "speedscope: %s near byte %zu", why, at);
 }
 
-/* ---- pprof: gzip, then protobuf wire format ---- */
-
-static int pb_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+/* Sample (2), Location (4), Function (5), ValueType (1, 11) nest one level. */
+static int pb_message(struct pb_rd r, int depth)
 {
-	int shift;
+	struct pb_rd sub;
+	uint32_t f;
+	uint64_t v;
+	int wire, ret;
 
-	*v = 0;
-	for (shift = 0; shift < 64; shift += 7) {
-		if (*p == end)
+	while ((ret = pb_rd_field(&r, &f, &wire, &v, &sub)) > 0)
+		if (wire == 2 && depth == 0 && (f == 1 || f == 2 || f == 4 || f == 5 || f == 11) &&
+		    pb_message(sub, 1))
 			return -1;
-		*v |= (uint64_t)(**p & 0x7f) << shift;
-		if (!(*(*p)++ & 0x80))
-			return 0;
-	}
-	return -1;
-}
-
-static int pb_message(const uint8_t *p, const uint8_t *end, int depth)
-{
-	uint64_t key, v;
-
-	while (p < end) {
-		if (pb_varint(&p, end, &key) || !(key >> 3))
-			return -1;
-		switch (key & 7) {
-		case 0:
-			if (pb_varint(&p, end, &v))
-				return -1;
-			break;
-		case 1:
-			if (end - p < 8)
-				return -1;
-			p += 8;
-			break;
-		case 5:
-			if (end - p < 4)
-				return -1;
-			p += 4;
-			break;
-		case 2:
-			if (pb_varint(&p, end, &v) || v > (uint64_t)(end - p))
-				return -1;
-			/* Sample (2), Location (4), Function (5), ValueType (1, 11) nest. */
-			if (depth == 0 && ((key >> 3) == 1 || (key >> 3) == 2 || (key >> 3) == 4 ||
-					   (key >> 3) == 5 || (key >> 3) == 11) &&
-			    pb_message(p, p + v, 1))
-				return -1;
-			p += v;
-			break;
-		default:
-			return -1;
-		}
-	}
-	return 0;
+	return ret;
 }
 
 static void check_pprof(const char *out, size_t n)
 {
-	size_t cap = 1 << 16;
-	uint8_t *raw = malloc(cap), *grown;
-	z_stream z = { 0 };
-	int ret;
+	size_t len = 0;
+	uint8_t *raw;
 
-	FUZZ_CHECK(raw, "malloc");
 	FUZZ_CHECK(n >= 2 && (uint8_t)out[0] == 0x1f && (uint8_t)out[1] == 0x8b, "not gzip");
-	FUZZ_CHECK(inflateInit2(&z, 16 + MAX_WBITS) == Z_OK, "inflateInit2");
-	z.next_in = (uint8_t *)out;
-	z.avail_in = (uInt)n;
-	for (;;) {
-		z.next_out = raw + z.total_out;
-		z.avail_out = (uInt)(cap - z.total_out);
-		ret = inflate(&z, Z_NO_FLUSH);
-		if (ret != Z_OK || z.avail_out)
-			break;
-		FUZZ_CHECK(cap < (256u << 20), "pprof output inflates past 256 MiB");
-		cap *= 2;
-		grown = realloc(raw, cap);
-		FUZZ_CHECK(grown, "realloc");
-		raw = grown;
-	}
-	FUZZ_CHECK(ret == Z_STREAM_END, "gunzip: %d (%s)", ret, z.msg ? z.msg : "");
-	FUZZ_CHECK(z.avail_in == 0, "bytes after the gzip stream");
-	FUZZ_CHECK(!pb_message(raw, raw + z.total_out, 0), "malformed protobuf");
-	inflateEnd(&z);
+	raw = oc_gunzip(out, n, 256u << 20, &len);
+	FUZZ_CHECK(raw, "pprof: not one gzip stream of at most 256 MiB (%zu bytes out)", len);
+	FUZZ_CHECK(!pb_message((struct pb_rd){ raw, raw + len }, 0), "malformed protobuf");
 	free(raw);
 }
 
 static void check_summary(const char *out, size_t n)
 {
-	FUZZ_CHECK(fz_utf8_valid((const uint8_t *)out, n), "summary is not valid UTF-8");
-	FUZZ_CHECK(!has_controls(out, n, 0), "control character in summary");
+	FUZZ_CHECK(oc_utf8_valid((const uint8_t *)out, n), "summary is not valid UTF-8");
+	FUZZ_CHECK(!oc_has_controls(out, n, 0), "control character in summary");
 }
 
 /* ---- pstats: the marshal subset output/pstats.c writes ---- */
@@ -542,7 +282,7 @@ static void m_str(struct mread *m)
 	FUZZ_CHECK(m_type(m) == 'u', "pstats: a str expected");
 	n = m_u32(m);
 	FUZZ_CHECK((size_t)(m->end - m->p) >= n, "pstats: str past the end");
-	FUZZ_CHECK(fz_utf8_valid(m->p, n), "pstats: str not valid UTF-8");
+	FUZZ_CHECK(oc_utf8_valid(m->p, n), "pstats: str not valid UTF-8");
 	m->p += n;
 }
 
@@ -631,16 +371,13 @@ static void run_failing(const struct writer *w, const struct built *b, size_t fu
 
 	FUZZ_CHECK(f, "fopencookie");
 	setvbuf(f, NULL, _IOFBF, 512);
-	errno = 0;
 	ret = w->write(f, &b->r);
 	if (limit < full) {
-		FUZZ_CHECK(ret == -1, "%s: returned %d although writes failed after %zu of %zu bytes",
+		FUZZ_CHECK(ret == -EPIPE, "%s: returned %d after writes failed after %zu of %zu bytes, want -EPIPE",
 			   w->name, ret, limit, full);
-		FUZZ_CHECK(errno == EPIPE, "%s: errno %d after a failed write, want EPIPE",
-			   w->name, errno);
 	} else {
 		FUZZ_CHECK(ret == 0, "%s: failed (%d) with room for all %zu bytes",
-			   w->name, errno, full);
+			   w->name, ret, full);
 	}
 	fclose(f);
 }
@@ -652,9 +389,8 @@ static char *run(const struct writer *w, const struct built *b, size_t *n)
 	int ret;
 
 	FUZZ_CHECK(f, "open_memstream");
-	errno = 0;
 	ret = w->write(f, &b->r);
-	FUZZ_CHECK(ret == 0, "%s writer failed: %s", w->name, strerror(errno));
+	FUZZ_CHECK(ret == 0, "%s writer failed: %s", w->name, strerror(-ret));
 	FUZZ_CHECK(!fclose(f), "fclose");
 	return buf;
 }

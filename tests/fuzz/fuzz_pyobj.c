@@ -16,6 +16,7 @@
  */
 #include <unistd.h>
 #include "fuzz.h"
+#include "outcheck.h"
 #include "layout.h"
 #include "pyobj.h"
 #include "pythreads.h"
@@ -30,7 +31,7 @@ static void check_str(const char *s, size_t outsz)
 	size_t n = strnlen(s, outsz);
 
 	FUZZ_CHECK(n < outsz, "not terminated in %zu bytes", outsz);
-	FUZZ_CHECK(fz_utf8_valid((const uint8_t *)s, n), "invalid UTF-8: %s", s);
+	FUZZ_CHECK(oc_utf8_valid((const uint8_t *)s, n), "invalid UTF-8: %s", s);
 }
 
 static void run(struct target *t, uint64_t base, size_t outsz)

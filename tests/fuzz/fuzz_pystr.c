@@ -15,6 +15,7 @@
  * 4 * characters + 1 (what symbols.c allocates) converts everything.
  */
 #include "fuzz.h"
+#include "outcheck.h"
 #include "pystr.h"
 
 static const struct pystr_layout layouts[] = {
@@ -35,7 +36,7 @@ static void convert(const uint8_t *d, size_t nbytes, int kind, size_t outsz)
 	memset(full, 0x55, full_sz);
 	n = pystr_to_utf8(d, nbytes, kind, full, full_sz);
 	FUZZ_CHECK(n < full_sz && full[n] == 0, "%zu bytes into %zu", n, full_sz);
-	FUZZ_CHECK(fz_utf8_valid((const uint8_t *)full, n), "invalid UTF-8 out");
+	FUZZ_CHECK(oc_utf8_valid((const uint8_t *)full, n), "invalid UTF-8 out");
 	/* every character is 1-4 bytes: the whole string fits */
 	FUZZ_CHECK(n >= nchars && n <= nchars * 4, "%zu chars gave %zu bytes", nchars, n);
 

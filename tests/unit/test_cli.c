@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "cli.h"
+#include "tachyon.h"
 
 static struct options o;
 static char err[4096];

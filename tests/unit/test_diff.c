@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "output.h"
+#include "output/output.h"
 #include "output/diff.h"
 
 enum { F_MAIN, F_A, F_B, F_C, NFR };

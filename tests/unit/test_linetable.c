@@ -5,6 +5,7 @@
  * scripts/gen-linetable-fixtures.py), the worked examples of
  * python-internals.md §6, and malformed or random input.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -170,7 +171,7 @@ static void test_truncated(void **state)
 			b++;
 			assert_int_equal(rc, 0);
 		} else {
-			if (rc != -1)
+			if (rc != -EINVAL)
 				fail_msg("cut at %zu decoded", cut);
 			assert_null(lt.r);
 			assert_int_equal(lt.n, 0);
@@ -197,31 +198,31 @@ static void test_malformed(void **state)
 {
 	(void)state;
 	/* Header without bit 7; extra byte with bit 7 set. */
-	assert_int_equal(DECODE(1, 0x00), -1);
-	assert_int_equal(DECODE(1, 0x80, 0x80), -1);
-	assert_int_equal(DECODE(1, 0xd8, 0x08, 0x89), -1);
+	assert_int_equal(DECODE(1, 0x00), -EINVAL);
+	assert_int_equal(DECODE(1, 0x80, 0x80), -EINVAL);
+	assert_int_equal(DECODE(1, 0xd8, 0x08, 0x89), -EINVAL);
 	/* Varint stops short: continuation flag on the last byte. */
-	assert_int_equal(DECODE(1, 0xe8, 0x41), -1);
-	assert_int_equal(DECODE(1, 0xf0, 0x03, 0x01, 0x4c), -1);
+	assert_int_equal(DECODE(1, 0xe8, 0x41), -EINVAL);
+	assert_int_equal(DECODE(1, 0xf0, 0x03, 0x01, 0x4c), -EINVAL);
 	/* Varint longer than 6 groups, or wider than 32 bits. */
 	assert_int_equal(DECODE(1, 0xe8, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f,
-				0x00), -1);
+				0x00), -EINVAL);
 	assert_int_equal(DECODE(1, 0xe8, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x3f),
-			 -1);
+			 -EINVAL);
 	/* Even when the extra groups are zero (CPython never pads). */
 	assert_int_equal(DECODE(1, 0xe8, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40,
-				0x00), -1);
+				0x00), -EINVAL);
 	assert_int_equal(DECODE(1, 0xe8, 0x40, 0x40, 0x40, 0x40, 0x40, 0x00),
 			 0);
 	/* Widest legal varint: 0xffffffff, i.e. Δ = -(2^31 - 1). */
 	assert_int_equal(DECODE(INT32_MAX, 0xe8, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f,
 				0x03), 0);
 	/* Running line leaves int32. */
-	assert_int_equal(DECODE(INT32_MAX, 0xd8, 0x00, 0x01), -1);
-	assert_int_equal(DECODE(INT32_MIN, 0xe8, 0x03), -1);
+	assert_int_equal(DECODE(INT32_MAX, 0xd8, 0x00, 0x01), -EINVAL);
+	assert_int_equal(DECODE(INT32_MIN, 0xe8, 0x03), -EINVAL);
 	assert_int_equal(DECODE(0, 0xe8, 0x03), 0);	/* line -1 is fine */
 	/* Bad arguments. */
-	assert_int_equal(linetable_decode(NULL, 1, 0, NULL), -1);
+	assert_int_equal(linetable_decode(NULL, 1, 0, NULL), -EINVAL);
 }
 
 static void test_no_column_and_none(void **state)
@@ -263,7 +264,7 @@ static void test_size_cap(void **state)
 	assert_int_equal(lt.r[0].end, (int32_t)(len / 2 * 8));
 	assert_int_equal(linetable_line(&lt, lt.r[0].end - 1), 5);
 	linetable_free(&lt);
-	assert_int_equal(linetable_decode(buf, len + 2, 5, &lt), -1);
+	assert_int_equal(linetable_decode(buf, len + 2, 5, &lt), -EINVAL);
 	free(buf);
 }
 

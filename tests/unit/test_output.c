@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "output.h"
+#include "output/output.h"
 #include "symbols.h"
 
 static struct target tgt;

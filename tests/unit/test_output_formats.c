@@ -16,10 +16,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 #include <cmocka.h>
-#include "output.h"
+#include "output/output.h"
 #include "output/emit.h"
+#include "outcheck.h"
 
 typedef int (*writer_fn)(FILE *out, const struct resolved *r);
 
@@ -97,60 +97,12 @@ static size_t count_str(const char *s, const char *needle)
 
 /* ---- SVG ---- */
 
-static int entity_ok(const char *s)
-{
-	static const char *const ok[] = { "&amp;", "&lt;", "&gt;", "&quot;", "&#39;" };
-	size_t i;
-
-	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
-		if (!strncmp(s, ok[i], strlen(ok[i])))
-			return 1;
-	return 0;
-}
-
-/*
- * Well-formed enough: tags nest and close by name, CDATA/PI skipped, every
- * '&' outside CDATA starts an entity, no control character but newline.
- */
+/* Well-formed, escaped, no control character but newline (tests/common/outcheck.c). */
 static int xml_wellformed(const char *s)
 {
-	const char *names[256];
-	size_t lens[256], depth = 0, n;
-	const char *end;
+	size_t n = strlen(s), at;
 
-	for (; *s; s++) {
-		if ((unsigned char)*s < 0x20 && *s != '\n')
-			return 0;
-		if (*s == '&' && !entity_ok(s))
-			return 0;
-		if (*s == '>')
-			return 0;	/* a '>' outside a tag: we always escape it */
-		if (*s != '<')
-			continue;
-		if (!strncmp(s, "<?", 2) || !strncmp(s, "<![CDATA[", 9)) {
-			end = strstr(s, s[1] == '?' ? "?>" : "]]>");
-			if (!end)
-				return 0;
-			s = strchr(end, '>');
-			continue;
-		}
-		end = strchr(s, '>');
-		if (!end || memchr(s + 1, '<', (size_t)(end - s - 1)))
-			return 0;
-		if (s[1] == '/') {
-			n = strcspn(s + 2, " >");
-			if (!depth || lens[depth - 1] != n || strncmp(names[depth - 1], s + 2, n))
-				return 0;
-			depth--;
-		} else if (end[-1] != '/') {
-			if (depth == 256)
-				return 0;
-			names[depth] = s + 1;
-			lens[depth++] = strcspn(s + 1, " >/");
-		}
-		s = end;
-	}
-	return depth == 0;
+	return !oc_has_controls(s, n, 0) && !oc_xml(s, n, &at);
 }
 
 static void test_svg(void **state)
@@ -232,88 +184,11 @@ static void test_svg_self_right(void **state)
 
 /* ---- speedscope ---- */
 
-static const char *json_value(const char *s);
-
-static const char *json_ws(const char *s)
-{
-	while (*s == ' ' || *s == '\n' || *s == '\t' || *s == '\r')
-		s++;
-	return s;
-}
-
-static const char *json_string(const char *s)
-{
-	if (*s++ != '"')
-		return NULL;
-	for (; *s != '"'; s++) {
-		if ((unsigned char)*s < 0x20)
-			return NULL;
-		if (*s != '\\')
-			continue;
-		s++;
-		if (*s == 'u') {
-			if (strspn(s + 1, "0123456789abcdefABCDEF") < 4)
-				return NULL;
-			s += 4;
-		} else if (!strchr("\"\\/bfnrt", *s) || !*s) {
-			return NULL;
-		}
-	}
-	return s + 1;
-}
-
-static const char *json_list(const char *s, char close, int object)
-{
-	s = json_ws(s + 1);
-	if (*s == close)
-		return s + 1;
-	for (;;) {
-		if (object) {
-			s = json_string(json_ws(s));
-			if (!s)
-				return NULL;
-			s = json_ws(s);
-			if (*s++ != ':')
-				return NULL;
-		}
-		s = json_value(s);
-		if (!s)
-			return NULL;
-		s = json_ws(s);
-		if (*s == close)
-			return s + 1;
-		if (*s++ != ',')
-			return NULL;
-	}
-}
-
-/* Strict enough: returns the end of one JSON value, or NULL. */
-static const char *json_value(const char *s)
-{
-	s = json_ws(s);
-	if (*s == '{')
-		return json_list(s, '}', 1);
-	if (*s == '[')
-		return json_list(s, ']', 0);
-	if (*s == '"')
-		return json_string(s);
-	if (!strncmp(s, "true", 4) || !strncmp(s, "null", 4))
-		return s + 4;
-	if (!strncmp(s, "false", 5))
-		return s + 5;
-	if (*s == '-' || (*s >= '0' && *s <= '9')) {
-		char *end;
-
-		strtod(s, &end);
-		return end;
-	}
-	return NULL;
-}
-
 static int json_valid(const char *s)
 {
-	s = json_value(s);
-	return s && !*json_ws(s);
+	size_t at;
+
+	return !oc_json(s, strlen(s), &at);
 }
 
 /* Sum of every number in every array that follows key. */
@@ -428,54 +303,28 @@ struct dec_profile {
 	size_t ncomment;
 };
 
-struct rd {
-	const uint8_t *p, *end;
-};
-
-static uint64_t rd_varint(struct rd *r)
+static uint64_t rd_varint(struct pb_rd *r)
 {
-	uint64_t v = 0;
-	int shift = 0;
+	uint64_t v;
 
-	for (;;) {
-		assert_true(r->p < r->end && shift < 64);
-		v |= (uint64_t)(*r->p & 0x7f) << shift;
-		shift += 7;
-		if (!(*r->p++ & 0x80))
-			return v;
-	}
+	assert_int_equal(pb_rd_varint(r, &v), 0);
+	return v;
 }
 
 /* Next field: 1, or 0 at the end. Varints in *v, length-delimited in *sub. */
-static int rd_field(struct rd *r, uint32_t *field, uint64_t *v, struct rd *sub)
+static int rd_field(struct pb_rd *r, uint32_t *field, uint64_t *v, struct pb_rd *sub)
 {
-	uint64_t key, len;
+	int wire, ret = pb_rd_field(r, field, &wire, v, sub);
 
-	if (r->p == r->end)
-		return 0;
-	key = rd_varint(r);
-	*field = (uint32_t)(key >> 3);
-	switch (key & 7) {
-	case 0:
-		*v = rd_varint(r);
-		sub->p = sub->end = NULL;
-		return 1;
-	case 2:
-		len = rd_varint(r);
-		assert_true(len <= (uint64_t)(r->end - r->p));
-		sub->p = r->p;
-		sub->end = r->p + len;
-		r->p += len;
-		return 1;
-	default:
-		fail_msg("unexpected wire type %d", (int)(key & 7));
-		return 0;
-	}
+	assert_true(ret >= 0);
+	if (ret && wire != 0 && wire != 2)
+		fail_msg("unexpected wire type %d", wire);
+	return ret;
 }
 
-static void dec_pair(struct rd m, int64_t out[2])
+static void dec_pair(struct pb_rd m, int64_t out[2])
 {
-	struct rd sub;
+	struct pb_rd sub;
 	uint32_t f;
 	uint64_t v;
 
@@ -484,9 +333,9 @@ static void dec_pair(struct rd m, int64_t out[2])
 			out[f - 1] = (int64_t)v;
 }
 
-static void dec_sample(struct rd m, struct dec_sample *s)
+static void dec_sample(struct pb_rd m, struct dec_sample *s)
 {
-	struct rd sub, lab;
+	struct pb_rd sub, lab;
 	uint32_t f, lf;
 	uint64_t v, lv;
 
@@ -510,9 +359,9 @@ static void dec_sample(struct rd m, struct dec_sample *s)
 	}
 }
 
-static void dec_location(struct rd m, struct dec_profile *d)
+static void dec_location(struct pb_rd m, struct dec_profile *d)
 {
-	struct rd sub, ln;
+	struct pb_rd sub, ln;
 	uint32_t f, lf;
 	uint64_t v, lv;
 
@@ -532,9 +381,9 @@ static void dec_location(struct rd m, struct dec_profile *d)
 	d->nloc++;
 }
 
-static void dec_function(struct rd m, struct dec_profile *d)
+static void dec_function(struct pb_rd m, struct dec_profile *d)
 {
-	struct rd sub;
+	struct pb_rd sub;
 	uint32_t f;
 	uint64_t v;
 	size_t i = d->nfunc++;
@@ -553,7 +402,7 @@ static void dec_function(struct rd m, struct dec_profile *d)
 
 static void decode(const uint8_t *p, size_t n, struct dec_profile *d)
 {
-	struct rd r = { p, p + n }, sub;
+	struct pb_rd r = { p, p + n }, sub;
 	uint32_t f;
 	uint64_t v;
 
@@ -593,25 +442,6 @@ static void dec_free(struct dec_profile *d)
 		free(d->str[i]);
 }
 
-static uint8_t *gunzip(const char *in, size_t n, size_t *out_len)
-{
-	size_t cap = 1 << 20;
-	uint8_t *out = malloc(cap);
-	z_stream z;
-
-	assert_non_null(out);
-	memset(&z, 0, sizeof(z));
-	assert_int_equal(inflateInit2(&z, 15 + 16), Z_OK);
-	z.next_in = (Bytef *)in;
-	z.avail_in = (uInt)n;
-	z.next_out = out;
-	z.avail_out = (uInt)cap;
-	assert_int_equal(inflate(&z, Z_FINISH), Z_STREAM_END);
-	*out_len = z.total_out;
-	inflateEnd(&z);
-	return out;
-}
-
 static const char *dstr(const struct dec_profile *d, int64_t i)
 {
 	assert_true(i >= 0 && (size_t)i < d->nstr);
@@ -642,7 +472,8 @@ static void decode_writer(const struct resolved *r, struct dec_profile *d)
 	uint8_t *pb;
 
 	assert_true(n > 18 && (uint8_t)gz[0] == 0x1f && (uint8_t)gz[1] == 0x8b);
-	pb = gunzip(gz, n, &plen);
+	pb = oc_gunzip(gz, n, 1 << 28, &plen);
+	assert_non_null(pb);
 	decode(pb, plen, d);
 	free(pb);
 	free(gz);
@@ -802,6 +633,7 @@ static void test_epipe(void **state)
 {
 	struct resolved r = fixture();
 	size_t i;
+	int ret;
 
 	(void)state;
 	signal(SIGPIPE, SIG_IGN);
@@ -813,10 +645,9 @@ static void test_epipe(void **state)
 		close(fds[0]);
 		f = fdopen(fds[1], "w");
 		assert_non_null(f);
-		errno = 0;
-		assert_int_equal(writer_find(formats[i])->write(f, &r), -1);
-		if (errno != EPIPE)
-			fail_msg("%s: errno %d, want EPIPE", formats[i], errno);
+		ret = writer_find(formats[i])->write(f, &r);
+		if (ret != -EPIPE)
+			fail_msg("%s: returned %d, want -EPIPE", formats[i], ret);
 		fclose(f);
 	}
 }
@@ -859,9 +690,7 @@ static void test_inconsistent_profile(void **state)
 	r.samples = &smp;
 	r.nsamples = 1;
 	for (i = 1; i < sizeof(formats) / sizeof(formats[0]); i++) {
-		errno = 0;
-		assert_int_equal(writer_find(formats[i])->write(f, &r), -1);
-		assert_int_equal(errno, EINVAL);
+		assert_int_equal(writer_find(formats[i])->write(f, &r), -EINVAL);
 	}
 	fclose(f);
 }

@@ -6,6 +6,7 @@
  * containers, a dict with str keys, an instance with split (values) and
  * materialized dicts, and garbage.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -141,7 +142,7 @@ static void test_dict(void **state)
 	assert_int_equal(v, addr(lst));
 	assert_int_equal(pyobj_dict_get(&t, addr(dict_obj), "_active", &v), 0);
 	assert_int_equal(v, addr(i_one));
-	assert_int_equal(pyobj_dict_get(&t, addr(dict_obj), "_activ", &v), -1);
+	assert_int_equal(pyobj_dict_get(&t, addr(dict_obj), "_activ", &v), -ENOENT);
 	assert_int_equal(pyobj_dict_items(&t, addr(dict_obj), k, vals, NULL, 4), 2);
 	assert_int_equal(k[1], addr(s_thr));
 	/* a deleted entry (key NULL) is skipped */
@@ -150,9 +151,9 @@ static void test_dict(void **state)
 	keys_obj[5] = addr(s_act);
 	/* garbage: an absurd entry count or index size is refused */
 	((uint8_t *)keys_obj)[9] = 200;
-	assert_int_equal(pyobj_dict_get(&t, addr(dict_obj), "threading", &v), -1);
+	assert_int_equal(pyobj_dict_get(&t, addr(dict_obj), "threading", &v), -EINVAL);
 	((uint8_t *)keys_obj)[9] = 3;
-	assert_int_equal(pyobj_dict_get(&t, 8, "threading", &v), -1);	/* unmapped */
+	assert_int_equal(pyobj_dict_get(&t, 8, "threading", &v), -EINVAL);	/* unmapped */
 }
 
 /* An instance of a managed-dict class: 3.12 keeps a tagged values pointer
@@ -180,7 +181,7 @@ static void test_instance_attrs(void **state)
 	assert_int_equal(v[0], addr(lst));
 	/* not a managed-dict type */
 	ty_thread.w[o->tp_flags / 8] = 0;
-	assert_int_equal(pyobj_attrs(&t, addr(obj), names, v, 3), -1);
+	assert_int_equal(pyobj_attrs(&t, addr(obj), names, v, 3), -EINVAL);
 }
 
 int main(void)

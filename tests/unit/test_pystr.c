@@ -4,6 +4,7 @@
  * 3.12+ lay them out (synthetic buffers), plus raw memory images of real
  * objects copied out of live 3.11.7, 3.12.1 and 3.13.0 interpreters.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -176,7 +177,7 @@ static void test_free_threaded_shift(void **state)
 	check_str(&l314t, obj, have, 56, 5, 1, 1, "hello");
 	/* The same word read as a GIL build is not a compact str. */
 	assert_int_equal(locate(&l312, obj + 16, sizeof(obj) - 16, MAX_LEN),
-			 -1);
+			 -EINVAL);
 }
 
 static void test_rejects(void **state)
@@ -186,29 +187,29 @@ static void test_rejects(void **state)
 	(void)state;
 	/* Non-compact: str subclass states seen live (3.11, 3.12+). */
 	make_str(&l311, obj, sizeof(obj), 3, 0xc4, 72, NULL, 0);
-	assert_int_equal(locate(&l311, obj, sizeof(obj), MAX_LEN), -1);
+	assert_int_equal(locate(&l311, obj, sizeof(obj), MAX_LEN), -EINVAL);
 	make_str(&l312, obj, sizeof(obj), 3, 0x44, 56, NULL, 0);
-	assert_int_equal(locate(&l312, obj, sizeof(obj), MAX_LEN), -1);
+	assert_int_equal(locate(&l312, obj, sizeof(obj), MAX_LEN), -EINVAL);
 	/* Bad kinds: 0, 3, 7; ascii with kind 2. */
 	make_str(&l312, obj, sizeof(obj), 3, 0x60, 40, NULL, 0);
-	assert_int_equal(locate(&l312, obj, sizeof(obj), MAX_LEN), -1);
+	assert_int_equal(locate(&l312, obj, sizeof(obj), MAX_LEN), -EINVAL);
 	make_str(&l312, obj, sizeof(obj), 3, 0x2c, 56, NULL, 0);
-	assert_int_equal(locate(&l312, obj, sizeof(obj), MAX_LEN), -1);
+	assert_int_equal(locate(&l312, obj, sizeof(obj), MAX_LEN), -EINVAL);
 	make_str(&l312, obj, sizeof(obj), 3, 0x3c, 56, NULL, 0);
-	assert_int_equal(locate(&l312, obj, sizeof(obj), MAX_LEN), -1);
+	assert_int_equal(locate(&l312, obj, sizeof(obj), MAX_LEN), -EINVAL);
 	make_str(&l312, obj, sizeof(obj), 3, 0x68, 40, NULL, 0);
-	assert_int_equal(locate(&l312, obj, sizeof(obj), MAX_LEN), -1);
+	assert_int_equal(locate(&l312, obj, sizeof(obj), MAX_LEN), -EINVAL);
 	/* Absurd shift. */
 	{
 		struct pystr_layout bad = l312;
 
 		bad.state_shift = 32;
 		make_str(&l312, obj, sizeof(obj), 3, 0x64, 40, NULL, 0);
-		assert_int_equal(locate(&bad, obj, sizeof(obj), MAX_LEN), -1);
+		assert_int_equal(locate(&bad, obj, sizeof(obj), MAX_LEN), -EINVAL);
 	}
 	/* Bad arguments. */
-	assert_int_equal(locate(NULL, obj, sizeof(obj), MAX_LEN), -1);
-	assert_int_equal(locate(&l312, NULL, sizeof(obj), MAX_LEN), -1);
+	assert_int_equal(locate(NULL, obj, sizeof(obj), MAX_LEN), -EINVAL);
+	assert_int_equal(locate(&l312, NULL, sizeof(obj), MAX_LEN), -EINVAL);
 }
 
 static void test_truncated_have(void **state)
@@ -219,9 +220,9 @@ static void test_truncated_have(void **state)
 	make_str(&l312, obj, sizeof(obj), 5, 0x64, 40, "hello", 5);
 	/* length is at 16..24, state at 32..36: 36 bytes are enough. */
 	assert_int_equal(locate(&l312, obj, 36, MAX_LEN), 0);
-	assert_int_equal(locate(&l312, obj, 35, MAX_LEN), -1);
-	assert_int_equal(locate(&l312, obj, 20, MAX_LEN), -1);
-	assert_int_equal(locate(&l312, obj, 0, MAX_LEN), -1);
+	assert_int_equal(locate(&l312, obj, 35, MAX_LEN), -EINVAL);
+	assert_int_equal(locate(&l312, obj, 20, MAX_LEN), -EINVAL);
+	assert_int_equal(locate(&l312, obj, 0, MAX_LEN), -EINVAL);
 }
 
 static void test_lengths(void **state)
@@ -231,11 +232,11 @@ static void test_lengths(void **state)
 
 	(void)state;
 	make_str(&l312, obj, sizeof(obj), -1, 0x64, 40, NULL, 0);
-	assert_int_equal(locate(&l312, obj, sizeof(obj), MAX_LEN), -1);
+	assert_int_equal(locate(&l312, obj, sizeof(obj), MAX_LEN), -EINVAL);
 	make_str(&l312, obj, sizeof(obj), INT64_MIN, 0x64, 40, NULL, 0);
-	assert_int_equal(locate(&l312, obj, sizeof(obj), MAX_LEN), -1);
+	assert_int_equal(locate(&l312, obj, sizeof(obj), MAX_LEN), -EINVAL);
 	make_str(&l312, obj, sizeof(obj), MAX_LEN + 1, 0x64, 40, NULL, 0);
-	assert_int_equal(locate(&l312, obj, sizeof(obj), MAX_LEN), -1);
+	assert_int_equal(locate(&l312, obj, sizeof(obj), MAX_LEN), -EINVAL);
 	/* The cap is inclusive, and counts characters, not bytes. */
 	make_str(&l312, obj, sizeof(obj), MAX_LEN, 0x30, 56, NULL, 0);
 	assert_int_equal(pystr_locate(&l312, obj, sizeof(obj), MAX_LEN, NULL,
@@ -243,9 +244,9 @@ static void test_lengths(void **state)
 	assert_int_equal(nbytes, 4 * MAX_LEN);
 	/* No overflow of length * kind even with no cap. */
 	make_str(&l312, obj, sizeof(obj), INT64_MAX, 0x30, 56, NULL, 0);
-	assert_int_equal(locate(&l312, obj, sizeof(obj), SIZE_MAX), -1);
+	assert_int_equal(locate(&l312, obj, sizeof(obj), SIZE_MAX), -EINVAL);
 	make_str(&l312, obj, sizeof(obj), INT64_MAX, 0x28, 56, NULL, 0);
-	assert_int_equal(locate(&l312, obj, sizeof(obj), SIZE_MAX), -1);
+	assert_int_equal(locate(&l312, obj, sizeof(obj), SIZE_MAX), -EINVAL);
 }
 
 static void utf8_of(const uint32_t *cps, size_t n, const char *want)
@@ -359,22 +360,22 @@ static void test_bytes(void **state)
 					&nbytes), 0);
 	/* have must cover ob_size. */
 	assert_int_equal(pybytes_locate(&l312, obj, 23, MAX_LEN, &off,
-					&nbytes), -1);
+					&nbytes), -EINVAL);
 	/* Negative, above the cap (inclusive). */
 	size = -1;
 	memcpy(obj + 16, &size, sizeof(size));
 	assert_int_equal(pybytes_locate(&l312, obj, sizeof(obj), MAX_LEN, &off,
-					&nbytes), -1);
+					&nbytes), -EINVAL);
 	size = MAX_LEN + 1;
 	memcpy(obj + 16, &size, sizeof(size));
 	assert_int_equal(pybytes_locate(&l312, obj, sizeof(obj), MAX_LEN, &off,
-					&nbytes), -1);
+					&nbytes), -EINVAL);
 	size = MAX_LEN;
 	memcpy(obj + 16, &size, sizeof(size));
 	assert_int_equal(pybytes_locate(&l312, obj, sizeof(obj), MAX_LEN, NULL,
 					NULL), 0);
 	assert_int_equal(pybytes_locate(NULL, obj, sizeof(obj), MAX_LEN, NULL,
-					NULL), -1);
+					NULL), -EINVAL);
 }
 
 /*
@@ -574,7 +575,7 @@ static void check_live(const struct live *v)
 	check_str(v->l, v->ucs4, v->ucs4_sz - 4, cs, 12, 4, 0,
 		  "x\xf0\x9f\x98\x80y");
 	assert_int_equal(locate(v->l, v->subclass, v->subclass_sz, MAX_LEN),
-			 -1);
+			 -EINVAL);
 	assert_int_equal(pybytes_locate(v->l, v->bytes, v->bytes_sz, MAX_LEN,
 					&off, &nbytes), 0);
 	assert_int_equal(nbytes, 5);

@@ -4,7 +4,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include "output.h"
+#include "output/output.h"
 #include "output/emit.h"
 
 #define LABEL_MAX 8192
@@ -113,13 +113,13 @@ int resolved_fold(const struct resolved *r, struct folded *out)
 	memset(out, 0, sizeof(*out));
 	out->v = calloc(r->nsamples + 1, sizeof(out->v[0]));
 	if (!out->v)
-		return -1;
+		return -ENOMEM;
 	for (i = 0; i < r->nsamples; i++) {
 		if (!r->samples[i].depth)
 			continue;
 		out->v[out->n].stack = fold_one(&r->samples[i]);
 		if (!out->v[out->n].stack)
-			return -1;
+			return -ENOMEM;
 		out->v[out->n].count = r->samples[i].count;
 		out->total += r->samples[i].count;
 		out->n++;
@@ -142,17 +142,16 @@ int output_collapsed(FILE *out, const struct resolved *r)
 {
 	struct folded f;
 	size_t i;
-	int ret = 0;
+	int ret = resolved_fold(r, &f);
 
-	if (resolved_fold(r, &f)) {
-		errno = ENOMEM;
-		return -1;
-	}
+	if (ret)
+		return ret;
 	for (i = 0; i < f.n && !ret; i++)
 		if (fprintf(out, "%s %" PRIu64 "\n", f.v[i].stack, f.v[i].count) < 0)
 			ret = -1;
 	folded_free(&f);
 	if (!ret && fflush(out))
 		ret = -1;
-	return ret;
+	/* stdio set errno on the failed write (EPIPE: the reader went away) */
+	return ret ? (errno ? -errno : -EIO) : 0;
 }

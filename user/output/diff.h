@@ -7,7 +7,7 @@
 #define TB_OUTPUT_DIFF_H
 
 #include <stdio.h>
-#include "profile.h"
+#include "output/model.h"
 
 struct svg_diff {
 	/*
@@ -20,7 +20,7 @@ struct svg_diff {
 	const char *subtitle;	/* plain text, escaped when written */
 };
 
-/* Frames red where they grew, blue where they shrank; 0, or -1 with errno. */
+/* Frames red where they grew, blue where they shrank; 0 or a negative errno. */
 int output_svg_diff(FILE *out, const struct resolved *r, const struct svg_diff *diff);
 
 #endif

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* Helpers the writers share: sticky-error output, escaping, function table. */
+/* Helpers the writers share: sticky-error output, escaping, orderings. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -64,10 +64,7 @@ int emit_done(struct emit *e)
 {
 	if (!e->err && fflush(e->f))
 		emit_failed(e);
-	if (!e->err)
-		return 0;
-	errno = e->err;
-	return -1;
+	return -e->err;
 }
 
 static int is_cont(unsigned char c)
@@ -243,98 +240,12 @@ void emit_procs(struct emit *e, const struct resolved *r, int xml)
 		emit_printf(e, " and %zu more processes", r->nprocs - PROCS_SHOWN);
 }
 
-int resolved_check(const struct resolved *r)
-{
-	size_t i;
-	uint32_t j;
-
-	for (i = 0; i < r->nsamples; i++) {
-		const struct rsample *s = &r->samples[i];
-
-		if (s->proc >= r->nprocs && r->nprocs)
-			goto bad;
-		for (j = 0; j < s->depth; j++) {
-			const struct rframe *f = s->frames[j];
-
-			if (f->id >= r->nframes || r->frames[f->id] != f)
-				goto bad;
-		}
-	}
-	return 0;
-bad:
-	errno = EINVAL;
-	return -1;
-}
-
-static int cmp_func(const void *a, const void *b)
-{
-	const struct rframe *x = *(const struct rframe *const *)a;
-	const struct rframe *y = *(const struct rframe *const *)b;
-	int c = strcmp(x->name, y->name);
-
-	if (c)
-		return c;
-	c = strcmp(x->file, y->file);
-	if (c)
-		return c;
-	if (x->firstlineno != y->firstlineno)
-		return x->firstlineno < y->firstlineno ? -1 : 1;
-	return x->id < y->id ? -1 : x->id > y->id;
-}
-
-static int same_func(const struct rframe *x, const struct rframe *y)
-{
-	return x->firstlineno == y->firstlineno && !strcmp(x->name, y->name) &&
-	       !strcmp(x->file, y->file);
-}
-
-/*
- * Sorting groups the frames of one function together: the first line keeps
- * two functions apart that share a name in one file (lambdas, redefinitions).
- */
-int funcs_build(const struct resolved *r, struct func_table *ft)
-{
-	const struct rframe **sorted;
-	size_t i;
-
-	memset(ft, 0, sizeof(*ft));
-	sorted = malloc((r->nframes + 1) * sizeof(*sorted));
-	ft->of_frame = malloc((r->nframes + 1) * sizeof(*ft->of_frame));
-	ft->funcs = malloc((r->nframes + 1) * sizeof(*ft->funcs));
-	if (!sorted || !ft->of_frame || !ft->funcs) {
-		free(sorted);
-		funcs_free(ft);
-		errno = ENOMEM;
-		return -1;
-	}
-	for (i = 0; i < r->nframes; i++)
-		sorted[i] = r->frames[i];
-	qsort(sorted, r->nframes, sizeof(*sorted), cmp_func);
-	for (i = 0; i < r->nframes; i++) {
-		if (!ft->n || !same_func(ft->funcs[ft->n - 1], sorted[i]))
-			ft->funcs[ft->n++] = sorted[i];
-		ft->of_frame[sorted[i]->id] = (uint32_t)(ft->n - 1);
-	}
-	free(sorted);
-	return 0;
-}
-
-void funcs_free(struct func_table *ft)
-{
-	free(ft->of_frame);
-	free(ft->funcs);
-	memset(ft, 0, sizeof(*ft));
-}
-
 static int cmp_label(const void *a, const void *b)
 {
 	const struct rframe *x = *(const struct rframe *const *)a;
 	const struct rframe *y = *(const struct rframe *const *)b;
-	int c = strcmp(x->name, y->name);
+	int c = rframe_cmp_place(x, y);
 
-	if (c)
-		return c;
-	c = strcmp(x->file, y->file);
 	if (c)
 		return c;
 	return x->line < y->line ? -1 : x->line > y->line;
@@ -409,9 +320,16 @@ static int cmp_sample(const void *a, const void *b, void *arg)
 size_t *samples_sorted(const struct resolved *r, int by_thread)
 {
 	struct order o = { .r = r, .by_thread = by_thread };
-	size_t *idx = malloc((r->nsamples + 1) * sizeof(*idx)), i;
-	uint32_t *rank = frames_rank(r);
+	size_t *idx, i;
+	uint32_t *rank;
+	int err = resolved_check(r);
 
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	idx = malloc((r->nsamples + 1) * sizeof(*idx));
+	rank = frames_rank(r);
 	if (!idx || !rank) {
 		free(idx);
 		free(rank);

@@ -3,14 +3,14 @@
  * Helpers the writers share: a stream whose first error sticks (so a long
  * writer checks once, at the end, and still reports the errno of the write
  * that failed, EPIPE included); XML and JSON escaping of UTF-8 that may be
- * invalid; frames grouped by function; samples in stack order.
+ * invalid; frames and samples in label order.
  */
 #ifndef TB_OUTPUT_EMIT_H
 #define TB_OUTPUT_EMIT_H
 
 #include <stdint.h>
 #include <stdio.h>
-#include "profile.h"
+#include "output/model.h"
 
 struct emit {
 	FILE *f;
@@ -29,7 +29,7 @@ void emit_text(struct emit *e, const char *s);
 void emit_xml(struct emit *e, const char *s);
 /* A JSON string literal, quotes included. */
 void emit_json(struct emit *e, const char *s);
-/* Flush; 0, or -1 with errno set to the first error. */
+/* Flush; 0, or the first error as a negative errno. */
 int emit_done(struct emit *e);
 
 /*
@@ -39,16 +39,6 @@ int emit_done(struct emit *e);
  * of U+FFFD, so any byte string comes out as valid UTF-8.
  */
 size_t utf8_next(const char *s, uint32_t *cp);
-
-/* Frames grouped into functions: same name, file and first line. */
-struct func_table {
-	uint32_t *of_frame;		/* rframe id -> function index */
-	const struct rframe **funcs;	/* a frame of each function, sorted by name, file */
-	size_t n;
-};
-
-int funcs_build(const struct resolved *r, struct func_table *ft);
-void funcs_free(struct func_table *ft);
 
 /* Each frame's rank when sorted by name, file, line (malloc'd, by id). */
 uint32_t *frames_rank(const struct resolved *r);
@@ -62,15 +52,10 @@ void emit_procs(struct emit *e, const struct resolved *r, int xml);
  * Sample indexes sorted by stack, frame by frame from the root in label
  * order (and first by pid and tid if by_thread), a stack after those that
  * extend it: stacks sharing a prefix end up next to each other.
- * malloc'd; NULL with errno set on failure.
+ * malloc'd; NULL with errno set on failure (EINVAL: the profile fails
+ * resolved_check()).
  */
 size_t *samples_sorted(const struct resolved *r, int by_thread);
-
-/*
- * What the writers rely on: every sample's frames are the profile's own
- * (r->frames[f->id] == f). 0, or -1 with errno EINVAL.
- */
-int resolved_check(const struct resolved *r);
 
 /*
  * Frames with no source file: made up by the profiler ([truncated],

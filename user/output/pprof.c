@@ -15,7 +15,8 @@
 #include <string.h>
 #include <zlib.h>
 #include "hmap.h"
-#include "output.h"
+#include "util.h"
+#include "output/output.h"
 #include "output/emit.h"
 #include "output/protobuf.h"
 
@@ -76,7 +77,7 @@ struct strtab_key {
 static int strtab_init(struct strtab *t)
 {
 	memset(t, 0, sizeof(*t));
-	return hmap_init(&t->map, sizeof(struct strtab_key));
+	return hmap_init(&t->map, sizeof(struct strtab_key)) ? -ENOMEM : 0;
 }
 
 static void strtab_free(struct strtab *t)
@@ -87,20 +88,13 @@ static void strtab_free(struct strtab *t)
 
 static int64_t strtab_add(struct strtab *t, const char *s)
 {
-	const char **nv;
-
-	if (t->n == t->cap) {
-		t->cap = t->cap ? t->cap * 2 : 64;
-		nv = realloc(t->v, t->cap * sizeof(*nv));
-		if (!nv)
-			return -1;
-		t->v = nv;
-	}
+	if (array_grow(&t->v, &t->cap, t->n + 1, sizeof(*t->v), 64))
+		return -ENOMEM;
 	t->v[t->n] = s;
 	return (int64_t)t->n++;
 }
 
-/* Index of s, added if new; -1 when out of memory. The string must outlive t. */
+/* Index of s, added if new; -ENOMEM. The string must outlive t. */
 static int64_t str_id(struct strtab *t, const char *s)
 {
 	struct strtab_key k = { .hash = hash_bytes(s, strlen(s)) };
@@ -112,7 +106,7 @@ static int64_t str_id(struct strtab *t, const char *s)
 	for (;; k.probe++) {
 		slot = hmap_put(&t->map, &k, &added);
 		if (!slot)
-			return -1;
+			return -ENOMEM;
 		if (added)
 			break;
 		if (!strcmp(t->v[(uintptr_t)*slot - 1], s))
@@ -253,7 +247,7 @@ static int encode(struct pprof *p, const struct resolved *r)
 	size_t i;
 
 	if (strtab_add(&p->st, "") < 0)
-		return -1;
+		return -ENOMEM;
 	header(p, r, period);
 	for (i = 0; i < r->nsamples; i++)
 		sample(p, r, &r->samples[i], period);
@@ -263,7 +257,7 @@ static int encode(struct pprof *p, const struct resolved *r)
 		function(p, i);
 	for (i = 0; i < p->st.n; i++)
 		pb_string(&p->pb, PROFILE_STRING_TABLE, p->st.v[i]);
-	return p->oom || p->pb.err ? -1 : 0;
+	return p->oom || p->pb.err ? -ENOMEM : 0;
 }
 
 /* gzip (windowBits 15 + 16: a gzip header and trailer around deflate). */
@@ -276,10 +270,8 @@ static int gzip_write(FILE *out, const uint8_t *data, size_t len)
 
 	memset(&z, 0, sizeof(z));
 	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
-			 Z_DEFAULT_STRATEGY) != Z_OK) {
-		errno = ENOMEM;
-		return -1;
-	}
+			 Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
 	emit_init(&e, out);
 	z.next_in = (Bytef *)data;
 	do {
@@ -303,22 +295,14 @@ static int gzip_write(FILE *out, const uint8_t *data, size_t len)
 int output_pprof(FILE *out, const struct resolved *r)
 {
 	struct pprof p = { 0 };
-	int ret = -1;
+	int ret = resolved_check(r);
 
-	if (resolved_check(r))
-		return -1;
+	if (ret)
+		return ret;
 	pb_init(&p.pb);
-	if (strtab_init(&p.st))
-		goto oom;
-	if (funcs_build(r, &p.ft))
-		goto oom;
-	if (encode(&p, r))
-		goto oom;
-	ret = gzip_write(out, p.pb.buf, p.pb.len);
-	goto out;
-oom:
-	errno = ENOMEM;
-out:
+	if (!(ret = strtab_init(&p.st)) && !(ret = funcs_build(r, &p.ft)) &&
+	    !(ret = encode(&p, r)))
+		ret = gzip_write(out, p.pb.buf, p.pb.len);
 	funcs_free(&p.ft);
 	strtab_free(&p.st);
 	pb_free(&p.pb);

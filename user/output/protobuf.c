@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "output/protobuf.h"
+#include "util.h"
 
 void pb_init(struct pb *b)
 {
@@ -24,22 +25,12 @@ void pb_reset(struct pb *b)
 /* Room for n more bytes; on failure the buffer stays as it was. */
 static int reserve(struct pb *b, size_t n)
 {
-	size_t cap = b->cap ? b->cap : 256;
-	uint8_t *nb;
-
 	if (b->err)
-		return -1;
-	if (b->len + n <= b->cap)
-		return 0;
-	while (cap < b->len + n)
-		cap *= 2;
-	nb = realloc(b->buf, cap);
-	if (!nb) {
+		return -b->err;
+	if (array_grow(&b->buf, &b->cap, b->len + n, 1, 256)) {
 		b->err = ENOMEM;
-		return -1;
+		return -ENOMEM;
 	}
-	b->buf = nb;
-	b->cap = cap;
 	return 0;
 }
 

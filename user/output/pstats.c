@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "hmap.h"
-#include "output.h"
+#include "output/output.h"
 #include "output/emit.h"
 #include "output/pstats.h"
 
@@ -201,7 +201,7 @@ static int count_sample(struct pcount *pc, const struct rsample *s, size_t stamp
 			continue;
 		e = edge_get(pc, func_at(pc, s, j), func_at(pc, s, j - 1));
 		if (!e)
-			return -1;
+			return -ENOMEM;
 		e->calls += s->count;
 		if (e->last != stamp) {
 			e->last = stamp;
@@ -233,19 +233,20 @@ static void pcount_free(struct pcount *pc)
 static int pcount_build(struct pcount *pc, const struct resolved *r)
 {
 	size_t i;
+	int err;
 
 	memset(pc, 0, sizeof(*pc));
 	pc->r = r;
-	if (hmap_init(&pc->edges, 2 * sizeof(uint32_t)))
-		return -1;
-	if (funcs_build(r, &pc->ft))
-		return -1;
+	err = hmap_init(&pc->edges, 2 * sizeof(uint32_t));
+
+	if (err || (err = funcs_build(r, &pc->ft)))
+		return err;
 	pc->f = calloc(pc->ft.n + 1, sizeof(*pc->f));
 	if (!pc->f)
-		return -1;
+		return -ENOMEM;
 	for (i = 0; i < r->nsamples; i++)
-		if (count_sample(pc, &r->samples[i], i + 1))
-			return -1;
+		if ((err = count_sample(pc, &r->samples[i], i + 1)))
+			return err;
 	if (pc->ne)	/* qsort(NULL, 0, ...) is undefined */
 		qsort(pc->e, pc->ne, sizeof(*pc->e), cmp_edge);
 	return 0;
@@ -309,13 +310,14 @@ int output_pstats(FILE *out, const struct resolved *r)
 {
 	struct pcount pc;
 	struct emit e;
+	int err = resolved_check(r);
 
-	if (resolved_check(r))
-		return -1;
-	if (pcount_build(&pc, r)) {
+	if (err)
+		return err;
+	err = pcount_build(&pc, r);
+	if (err) {
 		pcount_free(&pc);
-		errno = ENOMEM;
-		return -1;
+		return err;
 	}
 	emit_init(&e, out);
 	stats_dict(&e, &pc);

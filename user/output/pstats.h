@@ -10,10 +10,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "output/emit.h"
-#include "profile.h"
-
-/* The profile as a pstats file (see pstats.c); 0, or -1 with errno set. */
-int output_pstats(FILE *out, const struct resolved *r);
 
 /* '{', then key and value objects in turn, then marshal_dict_end(). */
 void marshal_dict_begin(struct emit *e);

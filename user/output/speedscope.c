@@ -10,9 +10,10 @@
  * lists its stacks sorted by frame label: speedscope's "Time Order" view
  * then shows a flame chart with equal prefixes side by side.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
-#include "output.h"
+#include "output/output.h"
 #include "output/emit.h"
 
 static void frames(struct emit *e, const struct resolved *r)
@@ -102,13 +103,10 @@ int output_speedscope(FILE *out, const struct resolved *r)
 {
 	struct emit e;
 	char name[160], what[96];
-	size_t *idx;
+	size_t *idx = samples_sorted(r, 1);
 
-	if (resolved_check(r))
-		return -1;
-	idx = samples_sorted(r, 1);
 	if (!idx)
-		return -1;
+		return -errno;
 
 	emit_init(&e, out);
 	emit_str(&e, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n");

@@ -8,7 +8,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include "output.h"
+#include "output/output.h"
 #include "output/emit.h"
 
 #define SUMMARY_TOP 30
@@ -16,27 +16,8 @@
 struct fstat {
 	uint64_t self;
 	uint64_t total;
-	size_t last;		/* 1 + index of the last sample that counted in total */
 	uint32_t func;
 };
-
-static void count_sample(struct fstat *st, const struct func_table *ft,
-			 const struct rsample *s, size_t stamp)
-{
-	uint32_t j;
-
-	if (!s->depth)
-		return;
-	st[ft->of_frame[s->frames[s->depth - 1]->id]].self += s->count;
-	for (j = 0; j < s->depth; j++) {
-		struct fstat *f = &st[ft->of_frame[s->frames[j]->id]];
-
-		if (f->last == stamp)
-			continue;
-		f->last = stamp;
-		f->total += s->count;
-	}
-}
 
 static int cmp_fstat(const void *a, const void *b)
 {
@@ -90,23 +71,27 @@ static void row(struct emit *e, const struct resolved *r, const struct fstat *f,
 int output_summary(FILE *out, const struct resolved *r)
 {
 	struct func_table ft;
+	struct func_count *fc;
 	struct fstat *st;
 	struct emit e;
 	uint64_t rest = 0;
 	size_t i;
+	int ret = resolved_check(r);
 
-	if (resolved_check(r) || funcs_build(r, &ft))
-		return -1;
+	if (ret || (ret = funcs_build(r, &ft)))
+		return ret;
 	st = calloc(ft.n + 1, sizeof(*st));
-	if (!st) {
+	fc = calloc(ft.n + 1, sizeof(*fc));
+	if (!st || !fc || resolved_function_totals(r, &ft, fc)) {
+		free(st);
+		free(fc);
 		funcs_free(&ft);
-		errno = ENOMEM;
-		return -1;
+		return -ENOMEM;
 	}
 	for (i = 0; i < ft.n; i++)
-		st[i].func = (uint32_t)i;
-	for (i = 0; i < r->nsamples; i++)
-		count_sample(st, &ft, &r->samples[i], i + 1);
+		st[i] = (struct fstat){ .self = fc[i].self, .total = fc[i].total,
+					.func = (uint32_t)i };
+	free(fc);
 	qsort(st, ft.n, sizeof(*st), cmp_fstat);
 
 	emit_init(&e, out);

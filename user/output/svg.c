@@ -18,7 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "hmap.h"
-#include "output.h"
+#include "util.h"
+#include "output/output.h"
 #include "output/diff.h"
 #include "output/emit.h"
 
@@ -53,15 +54,8 @@ struct flame {
 
 static int flame_push(struct flame *fl, uint32_t frame, uint32_t depth, uint64_t x)
 {
-	struct node *nv;
-
-	if (fl->n == fl->cap) {
-		fl->cap = fl->cap ? fl->cap * 2 : 1024;
-		nv = realloc(fl->v, fl->cap * sizeof(*nv));
-		if (!nv)
-			return -1;
-		fl->v = nv;
-	}
+	if (array_grow(&fl->v, &fl->cap, fl->n + 1, sizeof(*fl->v), 1024))
+		return -ENOMEM;
 	fl->v[fl->n++] = (struct node){ .frame = frame, .depth = depth, .x = x };
 	return 0;
 }
@@ -120,7 +114,7 @@ static int flame_build(struct flame *fl, const size_t *idx)
 	return 0;
 oom:
 	free(path);
-	return -1;
+	return -ENOMEM;
 }
 
 /*
@@ -488,17 +482,14 @@ static int svg_write(FILE *out, const struct resolved *r, const struct svg_diff 
 	size_t *idx;
 	int ret;
 
-	if (resolved_check(r))
-		return -1;
 	idx = samples_sorted(r, 0);
 	if (!idx)
-		return -1;
+		return -errno;
 	ret = flame_build(&fl, idx);
 	free(idx);
 	if (ret) {
 		free(fl.v);
-		errno = ENOMEM;
-		return -1;
+		return ret;
 	}
 	emit_init(&e, out);
 	svg_body(&e, &fl);

@@ -2,8 +2,7 @@
 /* The table of output formats. */
 #include <string.h>
 #include <strings.h>
-#include "output.h"
-#include "output/pstats.h"
+#include "output/output.h"
 
 static const struct writer writers[] = {
 	{ "collapsed", ".folded .collapsed .txt", output_collapsed, "flamegraph.pl input" },

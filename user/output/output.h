@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* Writers: one per output format, each taking the resolved profile. */
-#ifndef TB_OUTPUT_H
-#define TB_OUTPUT_H
+/*
+ * Writers: one per output format, each taking the resolved profile
+ * (output/model.h) and nothing else. Each returns 0, or a negative errno
+ * (-EPIPE when the reader went away, -EINVAL for a malformed profile).
+ */
+#ifndef TB_OUTPUT_OUTPUT_H
+#define TB_OUTPUT_OUTPUT_H
 
 #include <stdio.h>
-#include "profile.h"
+#include "output/model.h"
 
 /* Collapsed lines, "frame;frame;frame count", sorted and merged. */
 struct folded_line {
@@ -18,7 +22,8 @@ struct folded {
 	uint64_t total;
 };
 
-/* One line per distinct label stack; frames "name (file:line)" made safe. */
+/* One line per distinct label stack; frames "name (file:line)" made safe.
+ * 0 or -ENOMEM. */
 int resolved_fold(const struct resolved *r, struct folded *out);
 void folded_free(struct folded *f);
 /* Sort by stack and merge equal lines. */
@@ -26,12 +31,11 @@ void folded_merge(struct folded *f);
 /* "name (file:line)" with ';' and control characters replaced. */
 void collapsed_label(const struct rframe *f, char *out, size_t len);
 
-/* "frame;frame;frame count" per line, as flamegraph.pl reads it.
- * Returns 0, or -1 with errno set (EPIPE when the reader went away). */
+/* "frame;frame;frame count" per line, as flamegraph.pl reads it. */
 int output_collapsed(FILE *out, const struct resolved *r);
 
 /*
- * The other formats; each returns 0, or -1 with errno set (EPIPE included).
+ * The other formats:
  * svg: interactive flame graph (stacks merged by frame label);
  * speedscope: speedscope.app JSON, one sampled profile per process/thread;
  * pprof: gzipped perftools.profiles.Profile (go tool pprof);
@@ -41,6 +45,8 @@ int output_svg(FILE *out, const struct resolved *r);
 int output_speedscope(FILE *out, const struct resolved *r);
 int output_pprof(FILE *out, const struct resolved *r);
 int output_summary(FILE *out, const struct resolved *r);
+/* pstats: cProfile's marshal dict, for python3 -m pstats (output/pstats.c). */
+int output_pstats(FILE *out, const struct resolved *r);
 
 /* The formats, by name; --format or -o's extension picks one. */
 struct writer {

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The resolved profile every writer, top and the summary take: frames
+ * interned (same name, file and line = same frame), samples as root-first
+ * frame lists with counts. It knows nothing of the BPF ABI or of the
+ * targets: user/profile.c is the one bridge that fills it.
+ *
+ * Errors: functions returning int give 0 (or a count) on success and a
+ * negative errno on failure; those returning a pointer give NULL with
+ * errno set.
+ */
+#ifndef TB_OUTPUT_MODEL_H
+#define TB_OUTPUT_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "hmap.h"
+
+/* A frame's line with --nolineno: labels show "name (file)". */
+#define RFRAME_NO_LINE	(-1)
+
+/* What a frame's line is: per line (default), per function, none. */
+enum frame_lines {
+	LINES_EACH = 0,
+	LINES_FUNCTION,		/* --function: the function's first line */
+	LINES_NONE,		/* --nolineno: no line, "name (file)" */
+};
+
+/* What was true when a sample was taken (the model's own names). */
+enum rsample_flags {
+	RS_TRUNCATED = 1 << 0,	/* the stack was deeper than the walker goes */
+	RS_PARTIAL = 1 << 1,	/* a frame could not be read: the stack ends early */
+	RS_GIL = 1 << 2,	/* the thread held the GIL */
+	RS_GIL_TAKEN = 1 << 3,	/* some thread held the GIL */
+	RS_GC = 1 << 4,		/* the garbage collector was running */
+	RS_EXC = 1 << 5,	/* an exception was being raised */
+	RS_OFFCPU = 1 << 6,	/* time off CPU (wall mode) */
+};
+
+struct rframe {
+	char *name;		/* qualname; "[truncated]" etc. for marker frames */
+	char *file;		/* "" for marker frames and unknown code */
+	int32_t line;		/* RFRAME_NO_LINE with --nolineno */
+	int32_t firstlineno;
+	uint32_t id;		/* index in resolved.frames */
+};
+
+struct rproc {
+	int32_t pid;
+	char version[32];	/* "3.13.0" */
+	char name[64];		/* script, module or executable */
+};
+
+struct rsample {
+	uint32_t proc;		/* index in resolved.procs */
+	uint32_t tid;
+	uint32_t flags;		/* enum rsample_flags */
+	uint32_t depth;
+	uint64_t count;
+	struct rframe **frames;	/* root first */
+	char *tname;		/* the thread's name (Python's, else comm), or NULL */
+};
+
+struct resolved {
+	struct rsample *samples;
+	size_t nsamples;
+	struct rframe **frames;
+	size_t nframes;
+	struct rproc *procs;
+	size_t nprocs;
+	uint64_t total;		/* sum of counts */
+	/* what the counts mean */
+	const char *event;	/* "cpu-clock" */
+	double rate;		/* samples per second per CPU, as sampled (-F, or HZ/N ticks) */
+	const char *mode;	/* "cpu", "wall", "gil"; NULL: unknown */
+	const char *rate_text;	/* how the rate was asked and used: "-F 99", "-c 1000000" */
+	double start_unix;	/* wall-clock start, seconds */
+	double duration_s;
+	struct hmap index;	/* (name, file, line) -> rframe, while building */
+	size_t samples_cap;
+	struct hmap dedup;	/* frozen profiles: identical samples share a row */
+};
+
+/* An empty resolved profile to add to. */
+int resolved_init(struct resolved *r);
+/* A deep copy of src (metadata included) that can be added to. */
+int resolved_copy(const struct resolved *src, struct resolved *dst);
+void resolved_free(struct resolved *r);
+/* The frame (name, file, line), added if new. NULL with errno set. */
+struct rframe *resolved_intern(struct resolved *r, const char *name, const char *file,
+			       int32_t line, int32_t firstlineno);
+/* A zeroed sample at the end (not yet counted in nsamples); NULL, ENOMEM. */
+struct rsample *resolved_slot(struct resolved *r);
+/* The process table: a copy of procs[0..n). */
+int resolved_set_procs(struct resolved *r, const struct rproc *procs, uint32_t n);
+/*
+ * Merge the last sample into an earlier one with the same frames and flags
+ * (and process if by_proc, thread if by_thread): frozen profiles keep one
+ * row per stack the output can tell apart.
+ */
+void resolved_merge_last(struct resolved *r, int by_proc, int by_thread);
+/*
+ * What the writers rely on: every sample's frames are the profile's own
+ * (r->frames[f->id] == f). 0, or -EINVAL.
+ */
+int resolved_check(const struct resolved *r);
+
+/* Frames ordered by name, then file (strcmp): < 0, 0, > 0. */
+int rframe_cmp_place(const struct rframe *x, const struct rframe *y);
+
+/* Frames grouped into functions: same name, file and first line. */
+struct func_table {
+	uint32_t *of_frame;		/* rframe id -> function index */
+	const struct rframe **funcs;	/* a frame of each function, sorted by name, file */
+	size_t n;
+};
+
+int funcs_build(const struct resolved *r, struct func_table *ft);
+void funcs_free(struct func_table *ft);
+
+/* A function's samples: as the leaf (self), anywhere on the stack (total). */
+struct func_count {
+	uint64_t self;
+	uint64_t total;
+};
+
+/*
+ * Self and total of each function of ft into counts[0..ft->n) (zeroed
+ * first): a function is counted once per sample however deep it recurses.
+ * 0 or -ENOMEM.
+ */
+int resolved_function_totals(const struct resolved *r, const struct func_table *ft,
+			     struct func_count *counts);
+
+#endif
