@@ -471,68 +471,37 @@ static void run_discovery(struct session *s)
 	s->ndisc = j;
 }
 
-/*
- * A cheap fingerprint of the files a process maps: an interpreter loaded
- * later (dlopen) changes it, and only then is the process worth a new look.
- */
-static uintptr_t mapped_files(uint32_t pid)
+/* --all-python: a process we have not looked at, or whose files changed. */
+static void scan_one(void *ctx, pid_t p)
 {
-	char path[64], line[4608];
-	uint64_t h = 1469598103934665603ULL;
-	FILE *f;
+	struct session *s = ctx;
+	struct discover d = { 0, MAX_ATTEMPTS - 1, 0, 0 };
+	uint32_t pid = (uint32_t)p;
+	uintptr_t files;
+	void **slot;
 
-	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 1;
-	while (fgets(line, sizeof(line), f)) {
-		char *file = strchr(line, '/');
+	if (p == getpid() || target_of(s, pid))
+		return;
+	slot = hmap_get(&s->refused, &pid);
+	if (slot && !*slot)
+		return;	/* an unsupported Python: said once, left alone */
+	files = (uintptr_t)proc_maps_fingerprint(p);
+	if (slot && (uintptr_t)*slot == files)
+		return;	/* not Python, and nothing new mapped */
+	d.pid = (int32_t)pid;
+	if (try_discover(s, &d) && !target_of(s, pid)) {
+		int added;
 
-		if (file)
-			h = (h ^ hash_bytes(file, strlen(file))) * 1099511628211ULL;
+		/* refuse_once() left 0 for an unsupported one: keep it. */
+		slot = hmap_put(&s->refused, &pid, &added);
+		if (slot && (added || *slot))
+			*slot = (void *)files;
 	}
-	fclose(f);
-	return (uintptr_t)(h | 1);	/* never 0: 0 means "unsupported, final" */
 }
 
-/* --all-python: every process we have not looked at, or whose files changed. */
 static void scan_all(struct session *s)
 {
-	DIR *dir = opendir("/proc");
-	struct dirent *e;
-	uint32_t self = (uint32_t)getpid();
-
-	if (!dir)
-		return;
-	while ((e = readdir(dir))) {
-		struct discover d = { 0, MAX_ATTEMPTS - 1, 0, 0 };
-		uintptr_t files;
-		uint32_t pid;
-		void **slot;
-		char *end;
-
-		if (!isdigit((unsigned char)e->d_name[0]))
-			continue;
-		pid = (uint32_t)strtoul(e->d_name, &end, 10);
-		if (*end || pid == self || target_of(s, pid))
-			continue;
-		slot = hmap_get(&s->refused, &pid);
-		if (slot && !*slot)
-			continue;	/* an unsupported Python: said once, left alone */
-		files = mapped_files(pid);
-		if (slot && (uintptr_t)*slot == files)
-			continue;	/* not Python, and nothing new mapped */
-		d.pid = (int32_t)pid;
-		if (try_discover(s, &d) && !target_of(s, pid)) {
-			int added;
-
-			/* refuse_once() left 0 for an unsupported one: keep it. */
-			slot = hmap_put(&s->refused, &pid, &added);
-			if (slot && (added || *slot))
-				*slot = (void *)files;
-		}
-	}
-	closedir(dir);
+	proc_each_pid(scan_one, s);
 	s->next_scan = mono_now() + RESCAN_S;
 }
 
