@@ -1277,29 +1277,11 @@ static int kernel_frames(void *ctx, int32_t kstack, const char **names, int max)
 {
 	struct session *s = ctx;
 	uint64_t ips[127];
-	int n, i, j;
+	int n;
 
-	if (!s->ksyms_loaded) {
-		s->ksyms_loaded = 1;
-		if (ksyms_load(&s->ksyms, "/proc/kallsyms"))
-			tb_warn("--kernel: /proc/kallsyms has no addresses; kernel frames show as [unknown]");
-	}
 	n = sampler_kstack(&s->sampler, kstack, ips, max < 127 ? max : 127);
-	for (i = 0, j = 0; i < n; i++) {
-		const char *name = ksyms_find(&s->ksyms, ips[i]);
-
-		/* A tick sample's stack starts in the timer interrupt: what
-		 * the thread was doing is under the interrupt's entry. */
-		if (s->opt->event->tick && name && !strncmp(name, "asm_sysvec_", 11)) {
-			j = 0;
-			continue;
-		}
-		/* Innermost first: our own program and the trampoline calling it. */
-		if (!j && name && (!strncmp(name, "bpf_", 4) || !strncmp(name, "__bpf_", 6)))
-			continue;
-		names[j++] = name ? name : "[unknown]";
-	}
-	return j;
+	s->kstacks.tick = s->opt->event->tick;
+	return kstack_names(&s->kstacks, ips, n, names);
 }
 
 int session_resolve(struct session *s, struct resolved *r)
@@ -1348,7 +1330,7 @@ void session_close(struct session *s)
 	symbols_free(&s->sym);
 	profile_free(&s->prof);
 	hmap_free(&s->by_pid);
-	ksyms_free(&s->ksyms);
+	ksyms_free(&s->kstacks.ksyms);
 	free(s->pend);
 	free(s->disc);
 	free(s->roots);

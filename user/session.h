@@ -93,8 +93,7 @@ struct session {
 	struct root *roots;
 	size_t nroots;
 	int roots_said;			/* "no Python descendants yet" said (or not needed) */
-	struct ksyms ksyms;
-	int ksyms_loaded;
+	struct kstack_namer kstacks;	/* --kernel frame names */
 	int32_t child;			/* -- CMD: its pid; 0 if none */
 	struct sampler_opts so;		/* how the sampler was set up */
 	pid_t event_pids[CLI_MAX_PIDS];	/* per-task events: the processes named */
