@@ -13,15 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <sys/epoll.h>
-#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "child.h"
 #include "clock.h"
 #include "dump.h"
 #include "errors.h"
@@ -38,7 +35,6 @@
  * switches (two timers drifting apart woke the loop four times a second).
  */
 #define HOUSE_S		0.5
-#define CHILD_GRACE_MS	2000	/* -- CMD: from SIGTERM to SIGKILL at the end */
 #define STATUS_FAST_S	1.0	/* gil mode: how long a new target's GIL is looked for often */
 #define EV_RING		(1ULL << 62)
 #define EV_SIGNAL	(2ULL << 62)
@@ -63,6 +59,12 @@ static int epoll_add(int epfd, int fd, uint64_t tag, uint32_t events)
 	struct epoll_event ev = { .events = events, .data.u64 = tag };
 
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+/* The command's pid, 0 if there is none. */
+static int32_t command_pid(const struct session *s)
+{
+	return s->child ? child_pid(s->child) : 0;
 }
 
 static int follow_children(const struct session *s)
@@ -417,7 +419,7 @@ static void refuse_once(struct session *s, int32_t pid, const char *why)
 	hmap_put(&s->refused, &key, &added);
 	/* The command itself: if nothing else is profiled, this is the
 	 * run's closing error (stats_explain_empty), said once. */
-	if (added && pid == s->child && !s->refused_cmd[0])
+	if (added && pid == command_pid(s) && !s->refused_cmd[0])
 		snprintf(s->refused_cmd, sizeof(s->refused_cmd), "%s", why);
 	else if (added)
 		tb_warn("pid %d: not profiled: %s", pid, why);
@@ -685,11 +687,11 @@ static void on_proc(struct session *s, const struct tb_proc *r)
 		free(child);
 		return;
 	case TB_PROC_EXEC:
-		if (s->child == (int32_t)r->pid)
+		if (command_pid(s) == (int32_t)r->pid)
 			s->child_execd = 1;
 		if (t)
 			end_target(s, t);
-		discover_later(s, (int32_t)r->pid, s->child == (int32_t)r->pid);
+		discover_later(s, (int32_t)r->pid, command_pid(s) == (int32_t)r->pid);
 		return;
 	case TB_PROC_EXIT:
 		if (t)
@@ -811,7 +813,7 @@ int session_open_targets(struct session *s, const struct options *o)
 
 	memset(s, 0, sizeof(*s));
 	s->opt = o;
-	s->epfd = s->sigfd = s->child_pidfd = s->child_gate = s->extra_fd = -1;
+	s->epfd = s->sigfd = s->extra_fd = -1;
 	if (hmap_init(&s->by_pid, sizeof(uint32_t)) || profile_init(&s->prof) ||
 	    symbols_init(&s->sym) || hmap_init(&s->thread_names, sizeof(struct thread_key)) ||
 	    pythreads_cache_init(&s->pynames) ||
@@ -885,56 +887,16 @@ static int setup_loop(struct session *s)
 
 /*
  * -- CMD: fork now, exec only once sampling is on, so nothing it runs is
- * missed. The child waits on a pipe; its exec is reported by the BPF side.
+ * missed. Its exec is reported by the BPF side.
  */
 static int spawn_child(struct session *s)
 {
-	int gate[2];
-	char c;
-	pid_t pid;
-
-	if (pipe2(gate, O_CLOEXEC))
-		return -1;
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (!pid) {
-		sigset_t none;
-
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		/* Our capabilities are for profiling, not for the command. */
-		prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-		signal(SIGPIPE, SIG_DFL);
-		/* Our stdout carries the profile: the command's output must not
-		 * land in it (`-- python3 app.py > out.folded`). */
-		if (!s->opt->output && dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
-			_exit(127);
-		close(gate[1]);
-		if (read(gate[0], &c, 1) != 1)
-			_exit(127);
-		execvp(s->opt->cmd[0], s->opt->cmd);
-		fprintf(stderr, "tachyon-bpf: %s: %s (check the command)\n", s->opt->cmd[0],
-			strerror(errno));
-		_exit(127);
-	}
-	close(gate[0]);
-	s->child = pid;
-	s->child_gate = gate[1];
-	s->child_pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (s->child_pidfd >= 0)
-		epoll_add(s->epfd, s->child_pidfd, EV_CHILD, EPOLLIN);
-	return sampler_watch(&s->sampler, pid, s->opt->subprocesses);
-}
-
-static void release_child(struct session *s)
-{
-	if (s->child_gate < 0)
-		return;
-	if (write(s->child_gate, "g", 1) != 1)
-		tb_warn("%s: could not start the command: %s", s->opt->cmd[0], strerror(errno));
-	close(s->child_gate);
-	s->child_gate = -1;
+	s->child = child_spawn(s->opt->cmd, !!s->opt->output);
+	if (!s->child)
+		return -errno;
+	if (child_pidfd(s->child) >= 0)
+		epoll_add(s->epfd, child_pidfd(s->child), EV_CHILD, EPOLLIN);
+	return sampler_watch(&s->sampler, child_pid(s->child), s->opt->subprocesses);
 }
 
 /*
@@ -947,7 +909,7 @@ static void task_scope(struct session *s, struct sampler_opts *so)
 {
 	if (s->opt->all_python || s->opt->per_cpu || s->opt->event->tick)
 		return;
-	s->event_pids[s->nevent_pids++] = s->child;
+	s->event_pids[s->nevent_pids++] = command_pid(s);
 	if (!s->child) {
 		s->nevent_pids = 0;
 		for (; s->nevent_pids < s->opt->npids; s->nevent_pids++)
@@ -1008,7 +970,8 @@ int session_start(struct session *s)
 	else if (s->opt->subprocesses && s->opt->npids)
 		adopt_descendants(s);
 	sampler_setup_done(&s->sampler);
-	release_child(s);
+	if (s->child)
+		child_release(s->child);
 	return 0;
 }
 
@@ -1029,11 +992,10 @@ static void pid_exited(struct session *s, uint32_t idx)
 
 static void child_exited(struct session *s)
 {
-	if (waitpid(s->child, &s->child_status, WNOHANG) <= 0)
+	if (!child_reap(s->child))
 		return;
-	s->child_reaped = 1;
-	epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->child_pidfd, NULL);
-	tb_debug("command exited with status %d", s->child_status);
+	epoll_ctl(s->epfd, EPOLL_CTL_DEL, child_pidfd(s->child), NULL);
+	tb_debug("command exited with status %d", child_status(s->child));
 	s->stop = STOP_TARGETS_EXITED;
 	sampler_consume(&s->sampler);	/* its exec event, if it was quick */
 	if (!s->child_execd)
@@ -1142,40 +1104,6 @@ static void check_stop(struct session *s, double start)
 		s->stop = STOP_TARGETS_EXITED;
 }
 
-/* Has the child exited within ms milliseconds? (Reaps it.) */
-static int child_gone(struct session *s, int ms)
-{
-	struct pollfd p = { .fd = s->child_pidfd, .events = POLLIN };
-
-	if (s->child_pidfd >= 0)
-		poll(&p, 1, ms);
-	else
-		usleep(ms * 1000);
-	if (waitpid(s->child, &s->child_status, WNOHANG) != s->child)
-		return 0;
-	s->child_reaped = 1;
-	return 1;
-}
-
-/*
- * -- CMD outlived the run (-d, a signal): end it as py-spy does, SIGTERM
- * and SIGKILL after a grace period, so that it does not linger, re-parented
- * to init, holding the caller's terminal or pipes. --keep-running leaves
- * it be.
- */
-static void end_child(struct session *s)
-{
-	if (s->child <= 0 || s->child_reaped || s->opt->keep_running)
-		return;
-	tb_debug("the run ended before the command: sending it SIGTERM");
-	if (kill(s->child, SIGTERM) || child_gone(s, CHILD_GRACE_MS))
-		return;
-	tb_warn("%s (pid %d) did not exit %d s after SIGTERM: sending SIGKILL",
-		s->opt->cmd[0], s->child, CHILD_GRACE_MS / 1000);
-	kill(s->child, SIGKILL);
-	child_gone(s, CHILD_GRACE_MS);
-}
-
 /* Wall mode: threads still blocked at the end get their time too. */
 static void credit_offcpu(struct session *s, uint64_t end_ns)
 {
@@ -1261,7 +1189,9 @@ void session_run(struct session *s)
 	flush_pending(s, 1);
 	sampler_counters(&s->sampler, s->st.bpf);
 	sampler_prog_stats(&s->sampler, &s->st.run_ns, &s->st.run_cnt);
-	end_child(s);
+	/* -- CMD outlived the run (-d, a signal); --keep-running leaves it be. */
+	if (s->child && !s->opt->keep_running)
+		child_end(s->child);
 }
 
 static const char *thread_name(void *ctx, uint32_t target, uint32_t tid)
@@ -1308,8 +1238,8 @@ void session_close(struct session *s)
 	uint32_t i;
 	void **val;
 
-	if (s->child > 0 && !s->stop)
-		kill(s->child, SIGTERM);
+	if (s->child && !s->stop)
+		kill(child_pid(s->child), SIGTERM);
 	sampler_close(&s->sampler);
 	for (i = 0; i < s->ntargets; i++) {
 		if (!s->targets[i])
@@ -1338,6 +1268,5 @@ void session_close(struct session *s)
 		close(s->epfd);
 	if (s->sigfd >= 0)
 		close(s->sigfd);
-	if (s->child_pidfd >= 0)
-		close(s->child_pidfd);
+	child_free(s->child);
 }

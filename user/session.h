@@ -94,14 +94,10 @@ struct session {
 	size_t nroots;
 	int roots_said;			/* "no Python descendants yet" said (or not needed) */
 	struct kstack_namer kstacks;	/* --kernel frame names */
-	int32_t child;			/* -- CMD: its pid; 0 if none */
+	struct child *child;		/* -- CMD; NULL if none */
 	struct sampler_opts so;		/* how the sampler was set up */
 	pid_t event_pids[CLI_MAX_PIDS];	/* per-task events: the processes named */
 	int nevent_pids;
-	int child_pidfd;
-	int child_gate;			/* write end: released once sampling is on */
-	int child_status;
-	int child_reaped;		/* it exited and we waited for it */
 	int child_execd;		/* its exec happened (the command could be run) */
 	char refused_cmd[512];		/* why the command's own Python was refused */
 	int epfd, sigfd;
