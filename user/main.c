@@ -263,19 +263,18 @@ static int run(struct options *o, FILE *out, FILE *statsf)
 	static struct top tp;
 	int top = o->command == CMD_TOP, ret;
 
-	ret = session_open_targets(&s, o);
-	if (ret) {
+	if (session_open_targets(&s, o)) {
 		/* Nothing attached yet: top's state was never set up. */
 		session_close(&s);
-		return ret;
+		return TB_EXIT_RUNTIME;
 	}
 	ret = attach(&s, &tp, &h);
-	if (!ret)
-		ret = session_start(&s);
+	if (!ret && session_start(&s))
+		ret = TB_EXIT_RUNTIME;
 	if (!ret && top)
 		ret = top_begin(&tp);
 	if (!ret) {
-		tb_debug("profiling %u process(es) at %.6g Hz with %s%s", s.ntargets, o->rate_hz,
+		tb_debug("profiling %u process(es) at %.6g Hz with %s%s", targets_count(s.ts), o->rate_hz,
 			 o->event->name, s.sampler.per_task ? " (one event per thread)" :
 			 o->event->tick ? "" : " (one event per CPU)");
 		session_run(&s);

@@ -46,7 +46,7 @@ void progress_tick(struct progress *p, struct session *s)
 	 * else overwrites the line instead of being glued to its end. */
 	fprintf(stderr, "\rtachyon-bpf: %.1f s, %" PRIu64 " samples (%.0f/s), lost %" PRIu64
 		", %u process%s (Ctrl-C to stop)\033[K\r", secs, s->prof.samples, s->prof.samples / secs, lost,
-		s->alive, s->alive == 1 ? "" : "es");
+		targets_alive(s->ts), targets_alive(s->ts) == 1 ? "" : "es");
 	fflush(stderr);
 	p->drawn = 1;
 }

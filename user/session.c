@@ -24,10 +24,10 @@
 #include "errors.h"
 #include "pythreads.h"
 #include "session.h"
+#include "targets.h"
 
 #define POLL_MS		1000	/* drain at least this often: samples don't wake us */
 #define DISCOVER_MS	5	/* while a new process is being set up */
-#define RESCAN_S	2.0	/* --all-python: look for interpreters loaded late */
 #define COMPACT_S	10.0	/* fold live profiles this often: memory stays flat */
 /*
  * Read the in-kernel counts, and retry what needs a running interpreter,
@@ -42,17 +42,6 @@
 #define EV_CHILD	((3ULL << 62) | 1)
 #define EV_EXTRA	((3ULL << 62) | 2)
 #define EV_KIND(x)	((x) & (3ULL << 62))
-
-/* When to look again at a process that is not (yet) a Python we can read. */
-static const double retry_after[] = { 0.002, 0.01, 0.03, 0.1, 0.3, 1.0 };
-#define MAX_ATTEMPTS (int)(sizeof(retry_after) / sizeof(retry_after[0]))
-
-static struct target *target_of(struct session *s, uint32_t pid)
-{
-	void **slot = hmap_get(&s->by_pid, &pid);
-
-	return slot ? s->targets[(uintptr_t)*slot - 1] : NULL;
-}
 
 static int epoll_add(int epfd, int fd, uint64_t tag, uint32_t events)
 {
@@ -74,36 +63,11 @@ static int follow_children(const struct session *s)
 
 static void seed_offcpu(struct session *s, struct target *t, uint64_t since);
 
-/* Make t the current incarnation of its pid and start sampling it. */
-static int add_target(struct session *s, struct target *t)
+/* The registry took a new target: sample it. */
+static void target_added(void *ctx, struct target *t)
 {
-	uint32_t pid = (uint32_t)t->pid;
-	void **slot;
+	struct session *s = ctx;
 
-	if (s->ntargets == s->cap) {
-		uint32_t cap = s->cap ? s->cap * 2 : 64;
-		struct target **g = realloc(s->targets, cap * sizeof(*g));
-		struct rproc *pr;
-
-		if (!g)
-			return -1;
-		s->targets = g;
-		pr = realloc(s->procs, cap * sizeof(*pr));
-		if (!pr)
-			return -1;
-		s->procs = pr;
-		s->cap = cap;
-	}
-	slot = hmap_put(&s->by_pid, &pid, NULL);
-	if (!slot)
-		return -1;
-	t->id = s->ntargets;
-	s->targets[s->ntargets++] = t;
-	s->procs[t->id].pid = t->pid;
-	snprintf(s->procs[t->id].version, sizeof(s->procs[t->id].version), "%s", t->version);
-	snprintf(s->procs[t->id].name, sizeof(s->procs[t->id].name), "%s", t->name);
-	*slot = (void *)(uintptr_t)(t->id + 1);
-	s->alive++;
 	s->st.processes++;
 	if (s->epfd >= 0 && t->pidfd >= 0)
 		epoll_add(s->epfd, t->pidfd, t->id, EPOLLIN);
@@ -118,7 +82,6 @@ static int add_target(struct session *s, struct target *t)
 		s->status_pending = 1;
 		s->status_fast_until = mono_now() + STATUS_FAST_S;
 	}
-	return 0;
 }
 
 static const char *thread_name(void *ctx, uint32_t target, uint32_t tid);
@@ -298,9 +261,7 @@ static void freeze_target(struct session *s, struct target *t)
 {
 	fold_target(s, t, 1);
 	symbols_forget(&s->sym, t->id);
-	s->targets[t->id] = NULL;
-	target_close(t);
-	free(t);
+	targets_drop(s->ts, t);
 }
 
 static void add_sample(struct session *s, uint32_t pid, uint32_t tid, uint64_t stack_id,
@@ -337,8 +298,8 @@ static void compact(struct session *s)
 	sampler_forget_all_stacks(&s->sampler);
 	sampler_consume(&s->sampler);
 	flush_pending(s, 0);
-	for (i = 0; i < s->ntargets; i++) {
-		struct target *t = s->targets[i];
+	for (i = 0; i < targets_count(s->ts); i++) {
+		struct target *t = targets_get(s->ts, i);
 
 		if (!t || pending_for(s, i))
 			continue;	/* a sample still waits for its stack */
@@ -366,157 +327,34 @@ static void compact(struct session *s)
 /* This incarnation is over (exit or exec); its samples stay in the profile. */
 static void end_target(struct session *s, struct target *t)
 {
-	uint32_t pid = (uint32_t)t->pid;
-	void **slot;
-
 	if (t->exited)
 		return;
 	/* Its last samples may still be counted in the kernel. */
 	read_counts(s);
-	t->exited = 1;
 	if (t->pidfd >= 0)
 		epoll_ctl(s->epfd, EPOLL_CTL_DEL, t->pidfd, NULL);
-	slot = hmap_get(&s->by_pid, &pid);
-	if (slot && (uintptr_t)*slot == t->id + 1)
-		hmap_del(&s->by_pid, &pid);
-	s->alive--;
+	targets_ended(s->ts, t);
 	/* Samples still waiting for their stack would need it. */
 	flush_pending(s, 0);
 	if (!pending_for(s, t->id))
 		freeze_target(s, t);
 }
 
-static void discover_later(struct session *s, int32_t pid, int announce)
-{
-	size_t i;
-
-	for (i = 0; i < s->ndisc; i++) {
-		if (s->disc[i].pid != pid)
-			continue;
-		/* Another exec: a new image, a new schedule. */
-		s->disc[i].attempts = 0;
-		s->disc[i].next_try = mono_now() + retry_after[0];
-		s->disc[i].announce |= announce;
-		return;
-	}
-	if (s->ndisc == s->disc_cap) {
-		size_t cap = s->disc_cap ? s->disc_cap * 2 : 16;
-		struct discover *g = realloc(s->disc, cap * sizeof(*g));
-
-		if (!g)
-			return;
-		s->disc = g;
-		s->disc_cap = cap;
-	}
-	s->disc[s->ndisc++] = (struct discover){ pid, 0, mono_now() + retry_after[0], announce };
-}
-
-static void refuse_once(struct session *s, int32_t pid, const char *why)
-{
-	uint32_t key = (uint32_t)pid;
-	int added = 0;
-
-	hmap_put(&s->refused, &key, &added);
-	/* The command itself: if nothing else is profiled, this is the
-	 * run's closing error (stats_explain_empty), said once. */
-	if (added && pid == command_pid(s) && !s->refused_cmd[0])
-		snprintf(s->refused_cmd, sizeof(s->refused_cmd), "%s", why);
-	else if (added)
-		tb_warn("pid %d: not profiled: %s", pid, why);
-}
-
 const char *session_refused_command(const struct session *s)
 {
-	return s->refused_cmd[0] ? s->refused_cmd : NULL;
-}
-
-/* One attempt at a process; 1 = done with it (profiled or given up). */
-static int try_discover(struct session *s, struct discover *d)
-{
-	struct target *t = calloc(1, sizeof(*t));
-	char err[512] = "";
-	int ret;
-
-	if (!t)
-		return 1;
-	ret = target_open(d->pid, s->opt->layout_flags, t, err, sizeof(err));
-	if (ret == TARGET_OK && !add_target(s, t))
-		return 1;
-	free(t);
-	if (ret == TARGET_UNSUPPORTED) {
-		refuse_once(s, d->pid, err);
-		return 1;
-	}
-	if (ret == TARGET_NO_PROCESS)
-		return 1;
-	/* Not Python yet: ld.so may still be mapping libpython. */
-	if (++d->attempts >= MAX_ATTEMPTS) {
-		if (d->announce)
-			tb_warn("pid %d: not a Python process: %s", d->pid, err);
-		return 1;
-	}
-	d->next_try = mono_now() + retry_after[d->attempts];
-	return 0;
-}
-
-static void run_discovery(struct session *s)
-{
-	double now = mono_now();
-	size_t i, j = 0;
-
-	for (i = 0; i < s->ndisc; i++) {
-		struct discover d = s->disc[i];
-
-		if (d.next_try > now || !try_discover(s, &d))
-			s->disc[j++] = d;
-	}
-	s->ndisc = j;
-}
-
-/* --all-python: a process we have not looked at, or whose files changed. */
-static void scan_one(void *ctx, pid_t p)
-{
-	struct session *s = ctx;
-	struct discover d = { 0, MAX_ATTEMPTS - 1, 0, 0 };
-	uint32_t pid = (uint32_t)p;
-	uintptr_t files;
-	void **slot;
-
-	if (p == getpid() || target_of(s, pid))
-		return;
-	slot = hmap_get(&s->refused, &pid);
-	if (slot && !*slot)
-		return;	/* an unsupported Python: said once, left alone */
-	files = (uintptr_t)proc_maps_fingerprint(p);
-	if (slot && (uintptr_t)*slot == files)
-		return;	/* not Python, and nothing new mapped */
-	d.pid = (int32_t)pid;
-	if (try_discover(s, &d) && !target_of(s, pid)) {
-		int added;
-
-		/* refuse_once() left 0 for an unsupported one: keep it. */
-		slot = hmap_put(&s->refused, &pid, &added);
-		if (slot && (added || *slot))
-			*slot = (void *)files;
-	}
-}
-
-static void scan_all(struct session *s)
-{
-	proc_each_pid(scan_one, s);
-	s->next_scan = mono_now() + RESCAN_S;
+	return targets_refused_command(s->ts);
 }
 
 static void adopt_one(void *ctx, pid_t pid)
 {
 	struct session *s = ctx;
 
-	if (target_of(s, (uint32_t)pid))
+	if (targets_by_pid(s->ts, (uint32_t)pid))
 		return;
 	sampler_watch(&s->sampler, pid, 1);
 	if (sampler_follow(&s->sampler, &s->so, pid))
 		tb_debug("pid %d: no per-thread events: %s", pid, strerror(errno));
-	discover_later(s, (int32_t)pid, 0);
+	targets_discover_later(s->ts, (int32_t)pid, 0);
 }
 
 /* --subprocesses: descendants that were already running when we started. */
@@ -607,7 +445,7 @@ static void name_threads(struct session *s, int force)
 
 	for (i = 0; i < s->nunnamed; i++) {
 		uint32_t id = s->unnamed[i].target;
-		struct target *t = id < s->ntargets ? s->targets[id] : NULL;
+		struct target *t = targets_get(s->ts, id);
 		int n;
 
 		if (!t || (!force && now < t->names_next))
@@ -619,7 +457,7 @@ static void name_threads(struct session *s, int force)
 	for (i = j = 0; i < s->nunnamed; i++) {
 		uint32_t id = s->unnamed[i].target;
 
-		if (id < s->ntargets && s->targets[id])
+		if (targets_get(s->ts, id))
 			s->unnamed[j++] = s->unnamed[i];
 	}
 	s->nunnamed = j;
@@ -630,13 +468,15 @@ static void name_threads(struct session *s, int force)
 static void count_sample(struct session *s, const struct agg_key *k, uint64_t weight,
 			 const struct stack_frames *sf)
 {
-	if (!s->targets[k->target]) {
+	struct target *t = targets_get(s->ts, k->target);
+
+	if (!t) {
 		s->st.unknown_pid += weight;	/* frozen before its stack came */
 		return;
 	}
 	if (profile_count(&s->prof, k, weight) != 1)
 		return;
-	symbols_resolve(&s->sym, s->targets[k->target], sf->frames, sf->depth);
+	symbols_resolve(&s->sym, t, sf->frames, sf->depth);
 	note_thread(s, k);
 }
 
@@ -644,7 +484,7 @@ static void add_sample(struct session *s, uint32_t pid, uint32_t tid, uint64_t s
 		       uint32_t flags, int32_t kstack, uint64_t weight)
 {
 	const struct stack_frames *sf;
-	struct target *t = target_of(s, pid);
+	struct target *t = targets_by_pid(s->ts, pid);
 	struct agg_key k = {0};
 
 	if (!t) {
@@ -673,16 +513,16 @@ static void add_sample(struct session *s, uint32_t pid, uint32_t tid, uint64_t s
 
 static void on_proc(struct session *s, const struct tb_proc *r)
 {
-	struct target *t = target_of(s, r->pid), *parent, *child;
+	struct target *t = targets_by_pid(s->ts, r->pid), *parent, *child;
 
 	s->st.proc_events++;
 	switch (r->event) {
 	case TB_PROC_FORK:
-		parent = target_of(s, r->ppid);
+		parent = targets_by_pid(s->ts, r->ppid);
 		if (!r->followed || !parent)
 			return;
 		child = calloc(1, sizeof(*child));
-		if (child && !target_fork(parent, (pid_t)r->pid, child) && !add_target(s, child))
+		if (child && !target_fork(parent, (pid_t)r->pid, child) && !targets_add(s->ts, child))
 			return;
 		free(child);
 		return;
@@ -691,7 +531,7 @@ static void on_proc(struct session *s, const struct tb_proc *r)
 			s->child_execd = 1;
 		if (t)
 			end_target(s, t);
-		discover_later(s, (int32_t)r->pid, command_pid(s) == (int32_t)r->pid);
+		targets_discover_later(s->ts, (int32_t)r->pid, command_pid(s) == (int32_t)r->pid);
 		return;
 	case TB_PROC_EXIT:
 		if (t)
@@ -707,7 +547,7 @@ static void on_proc(struct session *s, const struct tb_proc *r)
  */
 static void new_stack(struct session *s, const struct tb_stack *rec)
 {
-	struct target *t = target_of(s, rec->pid);
+	struct target *t = targets_by_pid(s->ts, rec->pid);
 
 	if (t)
 		symbols_resolve(&s->sym, t, rec->frames, rec->depth);
@@ -763,87 +603,22 @@ static void flush_pending(struct session *s, int final)
 }
 
 
-/* -s: a non-Python process whose Python descendants are profiled. */
-static int add_root(struct session *s, pid_t pid)
-{
-	struct root *g = realloc(s->roots, (s->nroots + 1) * sizeof(*g));
-
-	if (!g) {
-		tb_error("startup: out of memory (free some memory)");
-		return -1;
-	}
-	s->roots = g;
-	s->roots[s->nroots].pid = pid;
-	s->roots[s->nroots++].start_time = proc_start_time(pid);
-	return 0;
-}
-
-/* Is a non-Python root (-s) still running? Its descendants may yet come. */
-static int roots_alive(const struct session *s)
-{
-	size_t i;
-
-	for (i = 0; i < s->nroots; i++)
-		if (s->roots[i].start_time && proc_start_time(s->roots[i].pid) == s->roots[i].start_time)
-			return 1;
-	return 0;
-}
-
-/* Once each descendant found at the start has been looked at: if none is
- * Python, say so once (the run goes on for those to come). */
-static void note_roots(struct session *s)
-{
-	size_t i;
-
-	if (s->roots_said)
-		return;
-	for (i = 0; i < s->ndisc; i++)
-		if (!s->disc[i].attempts)
-			return;
-	s->roots_said = 1;
-	for (i = 0; i < s->nroots && !s->alive; i++)
-		tb_info("pid %d: not a Python process, nor any of its descendants yet: profiling the Python processes it starts (-s)",
-			s->roots[i].pid);
-}
-
 int session_open_targets(struct session *s, const struct options *o)
 {
-	char err[512];
-	int i, ret;
+	struct targets_hooks hooks = { target_added, s };
 
 	memset(s, 0, sizeof(*s));
 	s->opt = o;
 	s->epfd = s->sigfd = s->extra_fd = -1;
-	if (hmap_init(&s->by_pid, sizeof(uint32_t)) || profile_init(&s->prof) ||
+	s->ts = targets_new(o, &hooks);
+	if (!s->ts || profile_init(&s->prof) ||
 	    symbols_init(&s->sym) || hmap_init(&s->thread_names, sizeof(struct thread_key)) ||
-	    pythreads_cache_init(&s->pynames) ||
-	    hmap_init(&s->refused, sizeof(uint32_t)) || resolved_init(&s->frozen) ||
+	    pythreads_cache_init(&s->pynames) || resolved_init(&s->frozen) ||
 	    hmap_init(&s->limbo, sizeof(uint64_t))) {
 		tb_error("startup: out of memory (free some memory)");
-		return TB_EXIT_RUNTIME;
+		return -ENOMEM;
 	}
-	for (i = 0; i < o->npids; i++) {
-		struct target *t = calloc(1, sizeof(*t));
-
-		if (!t)
-			return TB_EXIT_RUNTIME;
-		err[0] = 0;
-		ret = target_open(o->pids[i], o->layout_flags, t, err, sizeof(err));
-		if (ret == TARGET_NOT_PYTHON && o->subprocesses) {
-			free(t);
-			if (add_root(s, o->pids[i]))
-				return TB_EXIT_RUNTIME;
-			continue;	/* a shell, a supervisor: its descendants count */
-		}
-		if (ret) {
-			target_report(o->pids[i], ret, err[0] ? err : "unknown reason");
-			free(t);
-			return TB_EXIT_RUNTIME;
-		}
-		if (add_target(s, t))
-			return TB_EXIT_RUNTIME;
-	}
-	return 0;
+	return targets_open(s->ts);
 }
 
 void session_block_signals(sigset_t *out)
@@ -877,9 +652,12 @@ static int setup_loop(struct session *s)
 	/* A pipe's write end reports EPOLLERR once the reader has gone. */
 	if (!s->opt->output && !fstat(STDOUT_FILENO, &st) && S_ISFIFO(st.st_mode))
 		epoll_add(s->epfd, STDOUT_FILENO, EV_STDOUT, 0);
-	for (i = 0; i < s->ntargets; i++)
-		if (s->targets[i]->pidfd >= 0)
-			epoll_add(s->epfd, s->targets[i]->pidfd, i, EPOLLIN);
+	for (i = 0; i < targets_count(s->ts); i++) {
+		const struct target *t = targets_get(s->ts, i);
+
+		if (t->pidfd >= 0)
+			epoll_add(s->epfd, t->pidfd, i, EPOLLIN);
+	}
 	if (s->extra_fd >= 0)
 		epoll_add(s->epfd, s->extra_fd, EV_EXTRA, EPOLLIN);
 	return 0;
@@ -894,6 +672,7 @@ static int spawn_child(struct session *s)
 	s->child = child_spawn(s->opt->cmd, !!s->opt->output);
 	if (!s->child)
 		return -errno;
+	targets_set_command(s->ts, child_pid(s->child));
 	if (child_pidfd(s->child) >= 0)
 		epoll_add(s->epfd, child_pidfd(s->child), EV_CHILD, EPOLLIN);
 	return sampler_watch(&s->sampler, child_pid(s->child), s->opt->subprocesses);
@@ -935,38 +714,43 @@ int session_start(struct session *s)
 	};
 	char err[512];
 	uint32_t i;
+	int ret;
 
 	if (sampler_open(&s->sampler, &so, err, sizeof(err))) {
 		tb_error("BPF: %s", err);
-		return TB_EXIT_RUNTIME;
+		return -EIO;
 	}
-	for (i = 0; i < s->nroots; i++)
-		sampler_watch(&s->sampler, s->roots[i].pid, 1);
-	for (i = 0; i < s->ntargets; i++) {
-		if (sampler_add(&s->sampler, s->targets[i]->pid, &s->targets[i]->layout.walk) ||
-		    sampler_watch(&s->sampler, s->targets[i]->pid, follow_children(s))) {
+	for (i = 0; i < targets_nroots(s->ts); i++)
+		sampler_watch(&s->sampler, targets_root(s->ts, i), 1);
+	for (i = 0; i < targets_count(s->ts); i++) {
+		const struct target *t = targets_get(s->ts, i);
+
+		ret = sampler_add(&s->sampler, t->pid, &t->layout.walk);
+		if (!ret)
+			ret = sampler_watch(&s->sampler, t->pid, follow_children(s));
+		if (ret) {
 			tb_error("BPF: cannot register pid %d: %s (too many processes?)",
-				 s->targets[i]->pid, strerror(errno));
-			return TB_EXIT_RUNTIME;
+				 t->pid, strerror(errno));
+			return -errno;
 		}
 	}
 	if (setup_loop(s)) {
 		tb_error("event loop: %s (out of file descriptors?)", strerror(errno));
-		return TB_EXIT_RUNTIME;
+		return -errno;
 	}
 	if (s->opt->cmd && spawn_child(s)) {
 		tb_error("%s: cannot start the command: %s", s->opt->cmd[0], strerror(errno));
-		return TB_EXIT_RUNTIME;
+		return -errno;
 	}
 	task_scope(s, &so);
 	if (sampler_attach(&s->sampler, &so, err, sizeof(err))) {
 		tb_error("perf events: %s", err);
-		return TB_EXIT_RUNTIME;
+		return -EIO;
 	}
 	s->so = so;
 	s->st.ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	if (s->opt->all_python)
-		scan_all(s);
+		targets_scan_all(s->ts);
 	else if (s->opt->subprocesses && s->opt->npids)
 		adopt_descendants(s);
 	sampler_setup_done(&s->sampler);
@@ -977,17 +761,20 @@ int session_start(struct session *s)
 
 static void pid_exited(struct session *s, uint32_t idx)
 {
-	if (idx >= s->ntargets || !s->targets[idx] || s->targets[idx]->exited)
+	struct target *t = targets_get(s->ts, idx);
+
+	if (!t || t->exited)
 		return;
 	/* Drain first: its last samples must still find it. */
 	sampler_consume(&s->sampler);
 	flush_pending(s, 0);
 	/* The drain may have carried its exit record, which ended it already. */
-	if (!s->targets[idx] || s->targets[idx]->exited)
+	t = targets_get(s->ts, idx);
+	if (!t || t->exited)
 		return;
-	sampler_del(&s->sampler, s->targets[idx]->pid);
-	tb_debug("pid %d exited", s->targets[idx]->pid);
-	end_target(s, s->targets[idx]);
+	sampler_del(&s->sampler, t->pid);
+	tb_debug("pid %d exited", t->pid);
+	end_target(s, t);
 }
 
 static void child_exited(struct session *s)
@@ -1059,12 +846,12 @@ static int status_soon(const struct session *s, double now)
 static int poll_timeout(const struct session *s, double start, double due)
 {
 	double now = mono_now(), left;
-	int ms = s->ndisc || status_soon(s, now) ? DISCOVER_MS : POLL_MS;
+	int ms = targets_discovering(s->ts) || status_soon(s, now) ? DISCOVER_MS : POLL_MS;
 
 	if (s->tick && s->tick_interval * 1000 < ms)
 		ms = (int)(s->tick_interval * 1000) + 1;
-	if (s->opt->all_python && s->next_scan < due)
-		due = s->next_scan;
+	if (s->opt->all_python && targets_next_scan(s->ts) < due)
+		due = targets_next_scan(s->ts);
 	if (s->opt->duration && start + s->opt->duration < due)
 		due = start + s->opt->duration;
 	left = due - now;
@@ -1078,21 +865,17 @@ static double min2(double a, double b)
 	return a < b ? a : b;
 }
 
+static void target_changed(void *ctx, struct target *t)
+{
+	struct session *s = ctx;
+
+	sampler_add(&s->sampler, t->pid, &t->layout.walk);
+}
+
 /* Things that need a running interpreter: retried until they work. */
 static void refresh_targets(struct session *s)
 {
-	uint32_t i;
-
-	s->status_pending = 0;
-	for (i = 0; i < s->ntargets; i++) {
-		struct target *t = s->targets[i];
-
-		if (!t || t->exited)
-			continue;
-		if (target_refresh(t))
-			sampler_add(&s->sampler, t->pid, &t->layout.walk);
-		s->status_pending |= !t->layout.walk.gil_addr;
-	}
+	s->status_pending = targets_refresh(s->ts, target_changed, s) > 0;
 }
 
 static void check_stop(struct session *s, double start)
@@ -1100,7 +883,8 @@ static void check_stop(struct session *s, double start)
 	if (s->opt->duration && mono_now() - start >= s->opt->duration)
 		s->stop = STOP_DURATION;
 	/* -p: when every target (and any process being set up) is gone. */
-	if (!s->opt->all_python && !s->opt->cmd && !s->alive && !s->ndisc && !roots_alive(s))
+	if (!s->opt->all_python && !s->opt->cmd && !targets_alive(s->ts) &&
+	    !targets_discovering(s->ts) && !targets_roots_alive(s->ts))
 		s->stop = STOP_TARGETS_EXITED;
 }
 
@@ -1128,16 +912,19 @@ void session_run(struct session *s)
 	struct epoll_event ev[16];
 	double start, last_house, last_tick, last_compact;
 	uint64_t end_ns;
-	uint32_t t;
-	int n, i;
+	uint32_t i;
+	int n;
 
 	s->start_ns = sampler_now_ns();
 	start = last_house = last_tick = last_compact = s->start_ns / 1e9;
 	s->st.start_unix = wall_now();
 	/* Wall mode: threads already blocked count from now. */
-	for (t = 0; t < s->ntargets; t++)
-		if (s->targets[t] && !s->targets[t]->exited)
-			seed_offcpu(s, s->targets[t], s->start_ns);
+	for (i = 0; i < targets_count(s->ts); i++) {
+		struct target *t = targets_get(s->ts, i);
+
+		if (t && !t->exited)
+			seed_offcpu(s, t, s->start_ns);
+	}
 	if (s->opt->mode == TB_MODE_WALL)
 		tb_debug("wall mode: %" PRIu64 " threads found blocked, walked in %.1f ms",
 			 s->st.offcpu_seeded, (sampler_now_ns() - s->start_ns) / 1e6);
@@ -1151,17 +938,17 @@ void session_run(struct session *s)
 			s->stop = STOP_ERROR;
 			break;
 		}
-		for (i = 0; i < n; i++)
+		for (i = 0; i < (uint32_t)n; i++)
 			handle(s, &ev[i]);
 		sampler_consume(&s->sampler);
 		flush_pending(s, 0);
 		name_threads(s, 0);
-		if (s->ndisc)
-			run_discovery(s);
-		if (s->nroots)
-			note_roots(s);
-		if (s->opt->all_python && mono_now() >= s->next_scan)
-			scan_all(s);
+		if (targets_discovering(s->ts))
+			targets_run_discovery(s->ts);
+		if (targets_nroots(s->ts))
+			targets_note_roots(s->ts);
+		if (s->opt->all_python && mono_now() >= targets_next_scan(s->ts))
+			targets_scan_all(s->ts);
 		if (status_soon(s, mono_now()))
 			refresh_targets(s);
 		if (mono_now() - last_house >= HOUSE_S) {
@@ -1229,41 +1016,30 @@ int session_resolve(struct session *s, struct resolved *r)
 	r->rate = meta.rate;
 	r->start_unix = meta.start_unix;
 	r->duration_s = meta.duration_s;
-	return profile_resolve(&s->prof, s->targets, s->ntargets, s->procs, &s->sym, &ro, r);
+	return profile_resolve(&s->prof, targets_all(s->ts), targets_count(s->ts),
+			       targets_procs(s->ts), &s->sym, &ro, r);
 }
 
 void session_close(struct session *s)
 {
 	size_t it = 0;
-	uint32_t i;
 	void **val;
 
 	if (s->child && !s->stop)
 		kill(child_pid(s->child), SIGTERM);
 	sampler_close(&s->sampler);
-	for (i = 0; i < s->ntargets; i++) {
-		if (!s->targets[i])
-			continue;
-		target_close(s->targets[i]);
-		free(s->targets[i]);
-	}
-	free(s->targets);
-	free(s->procs);
+	targets_free(s->ts);
 	resolved_free(&s->frozen);
 	while (hmap_next(&s->thread_names, &it, NULL, &val))
 		free(*val);
 	hmap_free(&s->thread_names);
 	free(s->unnamed);
 	pythreads_cache_free(&s->pynames);
-	hmap_free(&s->refused);
 	hmap_free(&s->limbo);
 	symbols_free(&s->sym);
 	profile_free(&s->prof);
-	hmap_free(&s->by_pid);
 	ksyms_free(&s->kstacks.ksyms);
 	free(s->pend);
-	free(s->disc);
-	free(s->roots);
 	if (s->epfd >= 0)
 		close(s->epfd);
 	if (s->sigfd >= 0)

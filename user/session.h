@@ -17,6 +17,7 @@
 #include "sampler.h"
 #include "symbols.h"
 #include "target.h"
+#include "targets.h"
 
 enum stop_reason {
 	STOP_NONE,
@@ -45,20 +46,6 @@ struct session_stats {
 	int ncpus;			/* online CPUs sampled */
 };
 
-/* A process we expect to become profilable (exec'd, forked, or starting). */
-struct discover {
-	int32_t pid;
-	int attempts;
-	double next_try;
-	int announce;			/* say why on stderr if it is not Python */
-};
-
-/* -s: a target given with -p that is not Python (its descendants are). */
-struct root {
-	pid_t pid;
-	uint64_t start_time;		/* tells a recycled pid from it */
-};
-
 struct thread_key {
 	uint32_t target;
 	uint32_t tid;
@@ -74,34 +61,22 @@ struct session {
 	struct sampler sampler;
 	struct profile prof;
 	struct symbols sym;
-	struct target **targets;	/* every incarnation; NULL once frozen */
-	struct rproc *procs;		/* what each target id was, kept after it ends */
+	struct targets *ts;		/* the registry, discovery, -s roots */
 	struct resolved frozen;		/* samples of processes that are gone */
-	uint32_t ntargets, cap;
-	uint32_t alive;			/* targets still running */
-	struct hmap by_pid;		/* pid -> current target index + 1 */
 	struct hmap thread_names;	/* {target, tid} -> char *, NULL until named */
 	struct thread_key *unnamed;	/* threads seen, not named yet */
 	struct pythreads_cache pynames;	/* Thread objects read this compaction period */
 	size_t nunnamed, unnamed_cap;
-	struct hmap refused;		/* pids already reported unsupported */
 	struct hmap limbo;		/* stack ids no sample uses, kept for a thread off CPU */
 	struct pend_sample *pend;	/* samples waiting for their stack */
 	size_t npend, pend_cap;
-	struct discover *disc;
-	size_t ndisc, disc_cap;
-	struct root *roots;
-	size_t nroots;
-	int roots_said;			/* "no Python descendants yet" said (or not needed) */
 	struct kstack_namer kstacks;	/* --kernel frame names */
 	struct child *child;		/* -- CMD; NULL if none */
 	struct sampler_opts so;		/* how the sampler was set up */
 	pid_t event_pids[CLI_MAX_PIDS];	/* per-task events: the processes named */
 	int nevent_pids;
 	int child_execd;		/* its exec happened (the command could be run) */
-	char refused_cmd[512];		/* why the command's own Python was refused */
 	int epfd, sigfd;
-	double next_scan;		/* --all-python: next /proc rescan */
 	uint64_t start_ns;		/* the run's start (CLOCK_MONOTONIC); 0 before */
 	int status_pending;		/* a target's GIL address is still unknown */
 	double status_fast_until;	/* ... look for it often until then */
@@ -118,14 +93,14 @@ struct session {
 	void (*on_extra)(struct session *s, void *ctx);
 };
 
-/* Find the first targets; on failure prints the one-line message, returns an exit code. */
 /*
  * SIGINT, SIGTERM and SIGHUP end a run cleanly: blocked from the start
  * (also during start-up), read by the event loop's signalfd. out: the set.
  */
 void session_block_signals(sigset_t *out);
+/* Find the first targets: 0, or -errno after the one-line message. */
 int session_open_targets(struct session *s, const struct options *o);
-/* Load and attach BPF; start -- CMD. Returns 0 or an exit code. */
+/* Load and attach BPF; start -- CMD: 0, or -errno after the one-line message. */
 int session_start(struct session *s);
 /* Run until a stop condition; then stop sampling and drain. */
 void session_run(struct session *s);

@@ -273,13 +273,13 @@ static const char *targets_text(const struct session *s, char *buf, size_t len)
 	const struct target *t = NULL;
 	uint32_t i;
 
-	for (i = 0; i < s->ntargets; i++)
-		if (s->targets[i] && !s->targets[i]->exited)
-			t = s->targets[i];
+	for (i = 0; i < targets_count(s->ts); i++)
+		if (targets_get(s->ts, i) && !targets_get(s->ts, i)->exited)
+			t = targets_get(s->ts, i);
 	if (s->opt->all_python)
-		snprintf(buf, len, "all Python processes (%u now)", s->alive);
-	else if (s->alive > 1)
-		snprintf(buf, len, "%u processes", s->alive);
+		snprintf(buf, len, "all Python processes (%u now)", targets_alive(s->ts));
+	else if (targets_alive(s->ts) > 1)
+		snprintf(buf, len, "%u processes", targets_alive(s->ts));
 	else if (t)
 		snprintf(buf, len, "pid %d %s (Python %s)", t->pid, t->name, t->version);
 	else
@@ -481,5 +481,5 @@ void top_end(struct top *t)
 	t->order = NULL;
 	t->n = 0;
 	if (s->stop == STOP_TARGETS_EXITED)
-		tb_info("top: the profiled process%s exited", s->ntargets > 1 ? "es" : "");
+		tb_info("top: the profiled process%s exited", targets_count(s->ts) > 1 ? "es" : "");
 }
