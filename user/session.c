@@ -23,7 +23,12 @@
 #include "dump.h"
 #include "errors.h"
 #include "pythreads.h"
+#include "hmap.h"
+#include "ksyms.h"
+#include "profile.h"
+#include "sampler.h"
 #include "session.h"
+#include "symbols.h"
 #include "targets.h"
 
 #define POLL_MS		1000	/* drain at least this often: samples don't wake us */
@@ -49,6 +54,54 @@ static int epoll_add(int epfd, int fd, uint64_t tag, uint32_t events)
 
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
 }
+
+struct thread_key {
+	uint32_t target;
+	uint32_t tid;
+};
+
+struct pend_sample {
+	struct agg_key k;
+	uint64_t weight;
+};
+
+struct session {
+	const struct options *opt;
+	struct sampler sampler;
+	struct profile prof;
+	struct symbols sym;
+	struct targets *ts;		/* the registry, discovery, -s roots */
+	struct resolved frozen;		/* samples of processes that are gone */
+	struct hmap thread_names;	/* {target, tid} -> char *, NULL until named */
+	struct thread_key *unnamed;	/* threads seen, not named yet */
+	struct pythreads_cache pynames;	/* Thread objects read this compaction period */
+	size_t nunnamed, unnamed_cap;
+	struct hmap limbo;		/* stack ids no sample uses, kept for a thread off CPU */
+	struct pend_sample *pend;	/* samples waiting for their stack */
+	size_t npend, pend_cap;
+	struct kstack_namer kstacks;	/* --kernel frame names */
+	struct child *child;		/* -- CMD; NULL if none */
+	struct sampler_opts so;		/* how the sampler was set up */
+	pid_t event_pids[CLI_MAX_PIDS];	/* per-task events: the processes named */
+	int nevent_pids;
+	int child_execd;		/* its exec happened (the command could be run) */
+	int epfd, sigfd;
+	uint64_t start_ns;		/* the run's start (CLOCK_MONOTONIC); 0 before */
+	int status_pending;		/* a target's GIL address is still unknown */
+	double status_fast_until;	/* ... look for it often until then */
+	enum stop_reason stop;
+	int signo;
+	struct session_stats st;
+	/* Optional: called from the loop every tick_interval seconds (live views,
+	 * periodic pushes, progress). May stop the run. */
+	void (*tick)(struct session *s, void *ctx);
+	void *tick_ctx;
+	double tick_interval;
+	/* Optional: an extra fd (e.g. the terminal for `top`) and its handler. */
+	int extra_fd;
+	void (*on_extra)(struct session *s, void *ctx);
+	void *extra_ctx;
+};
 
 /* The command's pid, 0 if there is none. */
 static int32_t command_pid(const struct session *s)
@@ -340,11 +393,6 @@ static void end_target(struct session *s, struct target *t)
 		freeze_target(s, t);
 }
 
-const char *session_refused_command(const struct session *s)
-{
-	return targets_refused_command(s->ts);
-}
-
 static void adopt_one(void *ctx, pid_t pid)
 {
 	struct session *s = ctx;
@@ -603,21 +651,30 @@ static void flush_pending(struct session *s, int final)
 }
 
 
-int session_open_targets(struct session *s, const struct options *o)
+struct session *session_new(const struct options *o)
 {
-	struct targets_hooks hooks = { target_added, s };
+	struct targets_hooks hooks;
+	struct session *s = calloc(1, sizeof(*s));
 
-	memset(s, 0, sizeof(*s));
+	if (!s)
+		return NULL;
 	s->opt = o;
 	s->epfd = s->sigfd = s->extra_fd = -1;
+	hooks = (struct targets_hooks){ target_added, s };
 	s->ts = targets_new(o, &hooks);
 	if (!s->ts || profile_init(&s->prof) ||
 	    symbols_init(&s->sym) || hmap_init(&s->thread_names, sizeof(struct thread_key)) ||
 	    pythreads_cache_init(&s->pynames) || resolved_init(&s->frozen) ||
 	    hmap_init(&s->limbo, sizeof(uint64_t))) {
-		tb_error("startup: out of memory (free some memory)");
-		return -ENOMEM;
+		session_free(s);
+		errno = ENOMEM;
+		return NULL;
 	}
+	return s;
+}
+
+int session_open_targets(struct session *s)
+{
 	return targets_open(s->ts);
 }
 
@@ -809,7 +866,7 @@ static void handle(struct session *s, const struct epoll_event *ev)
 	}
 	if (tag == EV_EXTRA) {
 		if (s->on_extra)
-			s->on_extra(s, s->tick_ctx);
+			s->on_extra(s, s->extra_ctx);
 		return;
 	}
 	switch (EV_KIND(tag)) {
@@ -1020,11 +1077,13 @@ int session_resolve(struct session *s, struct resolved *r)
 			       targets_procs(s->ts), &s->sym, &ro, r);
 }
 
-void session_close(struct session *s)
+void session_free(struct session *s)
 {
 	size_t it = 0;
 	void **val;
 
+	if (!s)
+		return;
 	if (s->child && !s->stop)
 		kill(child_pid(s->child), SIGTERM);
 	sampler_close(&s->sampler);
@@ -1045,4 +1104,62 @@ void session_close(struct session *s)
 	if (s->sigfd >= 0)
 		close(s->sigfd);
 	child_free(s->child);
+	free(s);
+}
+
+/* The last target found that still runs, for a one-line title. */
+static void view_live(const struct session *s, struct session_view *v)
+{
+	const struct target *t = NULL;
+	uint32_t i;
+
+	for (i = 0; i < targets_count(s->ts); i++)
+		if (targets_get(s->ts, i) && !targets_get(s->ts, i)->exited)
+			t = targets_get(s->ts, i);
+	if (!t)
+		return;
+	v->live_pid = t->pid;
+	snprintf(v->live_name, sizeof(v->live_name), "%s", t->name);
+	snprintf(v->live_version, sizeof(v->live_version), "%s", t->version);
+}
+
+void session_snapshot(const struct session *s, struct session_view *v)
+{
+	*v = (struct session_view){
+		.opt = s->opt, .stop = s->stop, .st = s->st,
+		.sym = { .lookups = s->sym.lookups, .reads = s->sym.reads,
+			 .failures = s->sym.failures, .evicted = s->sym.evicted,
+			 .cached = s->sym.codes.len },
+		.samples = s->prof.samples,
+		.alive = targets_alive(s->ts), .ntargets = targets_count(s->ts),
+		.per_task = s->sampler.per_task, .task_events = s->sampler.task_events,
+		.refused_command = targets_refused_command(s->ts),
+	};
+	view_live(s, v);
+}
+
+int session_counters(struct session *s, uint64_t c[TB_NR_COUNTERS])
+{
+	return sampler_counters(&s->sampler, c) ? -EIO : 0;
+}
+
+void session_stop(struct session *s, enum stop_reason why)
+{
+	s->stop = why;
+}
+
+void session_set_tick(struct session *s, void (*tick)(struct session *s, void *ctx),
+		      void *ctx, double interval)
+{
+	s->tick = tick;
+	s->tick_ctx = ctx;
+	s->tick_interval = interval;
+}
+
+void session_watch_fd(struct session *s, int fd, void (*on_fd)(struct session *s, void *ctx),
+		      void *ctx)
+{
+	s->extra_fd = fd;
+	s->on_extra = on_fd;
+	s->extra_ctx = ctx;
 }

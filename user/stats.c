@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "errors.h"
+#include "layout.h"
+#include "output.h"
 #include "safefile.h"
 #include "stats.h"
 
@@ -17,7 +19,7 @@ static uint64_t dropped(const struct session_stats *st)
 	       st->unknown_pid + st->missing_stack;
 }
 
-void stats_summarize(const struct session *s, uint64_t written, struct stats_summary *out)
+void stats_summarize(const struct session_view *s, uint64_t written, struct stats_summary *out)
 {
 	const struct session_stats *st = &s->st;
 	const uint64_t *c = st->bpf;
@@ -48,7 +50,7 @@ static void self_rss(uint64_t *rss_kb, uint64_t *peak_kb)
 }
 
 /* Share of code-object lookups the cache answered without a read. */
-static double code_hit_rate(const struct symbols *sym)
+static double code_hit_rate(const struct session_symstats *sym)
 {
 	return sym->lookups ? 1.0 - (double)sym->reads / sym->lookups : 0;
 }
@@ -59,9 +61,9 @@ static double bpf_ns_per_sample(const struct session_stats *st)
 }
 
 /* What drives sampling: the tick, events per thread, or events per CPU. */
-static const char *stats_scope(const struct session *s)
+static const char *stats_scope(const struct session_view *s)
 {
-	return s->opt->event->tick ? "tick" : s->sampler.per_task ? "thread" : "cpu";
+	return s->opt->event->tick ? "tick" : s->per_task ? "thread" : "cpu";
 }
 
 static const char *plural(uint64_t n, const char *one, const char *many)
@@ -69,7 +71,7 @@ static const char *plural(uint64_t n, const char *one, const char *many)
 	return n == 1 ? one : many;
 }
 
-void stats_line(const struct session *s, uint64_t written, const char *wrote)
+void stats_line(const struct session_view *s, uint64_t written, const char *wrote)
 {
 	const struct session_stats *st = &s->st;
 	const struct writer *w = s->opt->writer;
@@ -93,9 +95,10 @@ void stats_line(const struct session *s, uint64_t written, const char *wrote)
 }
 
 /* Why a run gave nothing, and what to do: one line. */
-void stats_explain_empty(const struct session *s, const char *refused)
+void stats_explain_empty(const struct session_view *s)
 {
 	const struct options *o = s->opt;
+	const char *refused = s->refused_command;
 	struct stats_summary sum;
 
 	stats_summarize(s, 0, &sum);
@@ -125,7 +128,7 @@ void stats_explain_empty(const struct session *s, const char *refused)
 }
 
 /* -v: everything the summary line leaves out. */
-void stats_print(const struct session *s, uint64_t written)
+void stats_print(const struct session_view *s, uint64_t written)
 {
 	const struct session_stats *st = &s->st;
 	const uint64_t *c = st->bpf;
@@ -157,7 +160,7 @@ void stats_print(const struct session *s, uint64_t written)
 	self_rss(&rss, &peak);
 	tb_info("memory: RSS %.1f MiB (peak %.1f MiB); %zu code objects cached, %" PRIu64
 		" evicted unused; %" PRIu64 " compactions",
-		rss / 1024.0, peak / 1024.0, s->sym.codes.len, s->sym.evicted, st->compactions);
+		rss / 1024.0, peak / 1024.0, s->sym.cached, s->sym.evicted, st->compactions);
 	if (st->run_cnt)
 		tb_info("kernel BPF stats: %" PRIu64 " runs, %.0f ns/run (all CPUs, all processes)",
 			st->run_cnt, (double)st->run_ns / st->run_cnt);
@@ -173,7 +176,7 @@ FILE *stats_open(const char *path)
 	return f;
 }
 
-void stats_write_json(FILE *f, const struct session *s, uint64_t written)
+void stats_write_json(FILE *f, const struct session_view *s, uint64_t written)
 {
 	const struct session_stats *st = &s->st;
 	const uint64_t *c = st->bpf;
@@ -217,10 +220,10 @@ void stats_write_json(FILE *f, const struct session *s, uint64_t written)
 		st->seconds, c[TB_C_EVENTS] / secs, c[TB_C_EVENTS] / secs / (st->ncpus ? st->ncpus : 1),
 		st->ncpus, bpf_ns_per_sample(st), st->run_cnt,
 		st->run_cnt ? (double)st->run_ns / st->run_cnt : 0.0,
-		rss, peak, s->sym.codes.len, s->sym.evicted, code_hit_rate(&s->sym), st->compactions,
+		rss, peak, s->sym.cached, s->sym.evicted, code_hit_rate(&s->sym), st->compactions,
 		s->opt->event->name, cli_mode_name(s->opt->mode), s->opt->freq,
 		s->opt->rate_hz, s->opt->tick_every, s->opt->kernel_hz, stats_scope(s),
-		s->sampler.task_events);
+		s->task_events);
 	if (fflush(f))
 		tb_warn("--stats %s: %s", s->opt->stats_path, strerror(errno));
 }
