@@ -3,7 +3,8 @@
  * tachyon-bpf: sample CPython stacks from the kernel.
  *
  *   discover (target.c, proc.c, pyelf.c) -> layout (layout.c)
- *   -> sample (bpf/tachyon.bpf.c, sampler.c) -> consume (session.c)
+ *   -> sample (bpf/tachyon.bpf.c, sampler.c)
+ *   -> consume (session.c: the loop; targets.c, ingest.c, child.c)
  *   -> symbolize (symbols.c, linetable.c, pystr.c) -> aggregate (profile.c)
  *   -> write (output/)
  */
