@@ -94,12 +94,12 @@ static int parse_hex(const char **pp, uint64_t *val, int maxdigits)
 
 	for (n = 0; isxdigit((unsigned char)p[n]); n++) {
 		if (n == maxdigits)
-			return -1;
+			return -EINVAL;
 		v = v << 4 | (uint64_t)(isdigit((unsigned char)p[n]) ?
 					p[n] - '0' : (tolower((unsigned char)p[n]) - 'a' + 10));
 	}
 	if (!n)
-		return -1;
+		return -EINVAL;
 	*val = v;
 	*pp = p + n;
 	return 0;
@@ -111,11 +111,11 @@ static int parse_dec(const char **pp, uint64_t *val)
 	uint64_t v = 0, d;
 
 	if (!isdigit((unsigned char)*p))
-		return -1;
+		return -EINVAL;
 	for (; isdigit((unsigned char)*p); p++) {
 		d = (uint64_t)(*p - '0');
 		if (v > (UINT64_MAX - d) / 10)
-			return -1;
+			return -EINVAL;
 		v = v * 10 + d;
 	}
 	*val = v;
@@ -127,7 +127,7 @@ static int parse_dec(const char **pp, uint64_t *val)
 static int expect(const char **pp, char c)
 {
 	if (**pp != c)
-		return -1;
+		return -EINVAL;
 	(*pp)++;
 	return 0;
 }
@@ -138,7 +138,7 @@ static int parse_perms(const char **pp, char perms[5])
 
 	if ((p[0] != 'r' && p[0] != '-') || (p[1] != 'w' && p[1] != '-') ||
 	    (p[2] != 'x' && p[2] != '-') || (p[3] != 'p' && p[3] != 's'))
-		return -1;
+		return -EINVAL;
 	memcpy(perms, p, 4);
 	perms[4] = '\0';
 	*pp = p + 4;
@@ -154,9 +154,9 @@ static int parse_path(const char *p, struct proc_map *m)
 		p++;
 	len = strcspn(p, "\n");
 	if (p[len] == '\n' && p[len + 1])
-		return -1;
+		return -EINVAL;
 	if (len >= sizeof(m->path))
-		return -1;
+		return -EINVAL;
 	memcpy(m->path, p, len);
 	m->path[len] = '\0';
 	len = strlen(DELETED_SUFFIX);
@@ -179,31 +179,29 @@ int proc_parse_maps_line(const char *line, struct proc_map *m)
 	    parse_hex(&p, &major, 8) || expect(&p, ':') ||
 	    parse_hex(&p, &minor, 8) || expect(&p, ' ') ||
 	    parse_dec(&p, &m->inode))
-		return -1;
+		return -EINVAL;
 	if (m->start >= m->end)
-		return -1;
+		return -EINVAL;
 	m->dev_major = (unsigned)major;
 	m->dev_minor = (unsigned)minor;
 	if (*p != ' ' && *p != '\n' && *p != '\0')
-		return -1;
+		return -EINVAL;
 	return parse_path(p, m);
 }
 
 /* ---- small /proc files ---- */
 
-/* Read a small file whole, NUL-terminated; bytes read or -1 (errno set). */
+/* Read a small file whole, NUL-terminated; bytes read or -errno. */
 static ssize_t read_small(const char *path, char *buf, size_t len)
 {
 	ssize_t n, total = 0;
 	int fd, saved;
 
-	if (!len) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!len)
+		return -EINVAL;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -1;
+		return -errno;
 	while ((size_t)total < len - 1) {
 		n = read(fd, buf + total, len - 1 - (size_t)total);
 		if (n < 0 && errno == EINTR)
@@ -211,8 +209,7 @@ static ssize_t read_small(const char *path, char *buf, size_t len)
 		if (n < 0) {
 			saved = errno;
 			close(fd);
-			errno = saved;
-			return -1;
+			return -saved;
 		}
 		if (!n)
 			break;
@@ -287,19 +284,9 @@ static bool proc_gone(pid_t pid)
 ssize_t proc_cmdline(pid_t pid, char *buf, size_t len)
 {
 	char path[64];
-	ssize_t n = -1;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		n = read(fd, buf, len - 1);
-		close(fd);
-	}
-	if (n < 0)
-		return -errno;
-	buf[n] = 0;
-	return n;
+	return read_small(path, buf, len);
 }
 
 int proc_exists(pid_t pid)
@@ -318,16 +305,16 @@ int proc_comm(pid_t pid, pid_t tid, char *buf, size_t len)
 	ssize_t n;
 
 	if (!buf || !len)
-		return -1;
+		return -EINVAL;
 	buf[0] = '\0';
 	if (pid <= 0)
-		return -1;
+		return -ESRCH;
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid,
 		 (int)(tid > 0 ? tid : pid));
 	n = read_small(path, buf, len);
 	if (n < 0) {
 		buf[0] = '\0';
-		return -1;
+		return (int)n;
 	}
 	buf[strcspn(buf, "\n")] = '\0';
 	return 0;
@@ -523,7 +510,7 @@ static int add_mapping(struct maps *mp, const struct proc_map *m)
 
 	vmas = grow(mp->vmas, &mp->vmacap, mp->nvmas + 1, sizeof(*vmas));
 	if (!vmas)
-		return -1;
+		return -ENOMEM;
 	mp->vmas = vmas;
 	vmas[mp->nvmas++] = (struct vma){ m->start, m->end, m->perms[1] == 'w' };
 
@@ -534,7 +521,7 @@ static int add_mapping(struct maps *mp, const struct proc_map *m)
 	if (!o)
 		o = add_object(mp, m);
 	if (!o)
-		return -1;
+		return -ENOMEM;
 	if (m->offset == 0 && !o->has_base) {
 		o->base = m->start;
 		o->base_end = m->end;

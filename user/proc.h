@@ -21,7 +21,7 @@ struct proc_map {
 };
 
 /*
- * Parse one /proc/PID/maps line (trailing newline optional); 0 ok, -1
+ * Parse one /proc/PID/maps line (trailing newline optional); 0 ok, -EINVAL
  * malformed.  Paths may contain spaces.  Pure function.
  */
 int proc_parse_maps_line(const char *line, struct proc_map *m);
@@ -103,7 +103,7 @@ int proc_each_descendant(const pid_t *roots, int nroots, void (*fn)(void *ctx, p
 /* The process (thread group) thread @tid belongs to; -1 if unknown. */
 pid_t proc_tgid(pid_t tid);
 
-/* comm of @tid in @pid (@tid <= 0: the process itself); 0 ok, -1 error. */
+/* comm of @tid in @pid (@tid <= 0: the process itself); 0 ok, -errno. */
 int proc_comm(pid_t pid, pid_t tid, char *buf, size_t len);
 
 #endif /* TACHYON_PROC_H */

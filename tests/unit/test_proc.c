@@ -319,10 +319,10 @@ static void test_maps_malformed(void **state)
 
 	(void)state;
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		if (proc_parse_maps_line(bad[i], &m) != -1)
+		if (proc_parse_maps_line(bad[i], &m) != -EINVAL)
 			fail_msg("accepted malformed line %zu: \"%s\"", i, bad[i]);
 	}
-	assert_int_equal(proc_parse_maps_line(NULL, &m), -1);
+	assert_int_equal(proc_parse_maps_line(NULL, &m), -EINVAL);
 }
 
 static void test_maps_long_path(void **state)
@@ -338,7 +338,7 @@ static void test_maps_long_path(void **state)
 	assert_int_equal(proc_parse_maps_line(line, &m), 0);	/* 4095 chars */
 	assert_int_equal(strlen(m.path), sizeof(m.path) - 1);
 	strcat(line, "b");
-	assert_int_equal(proc_parse_maps_line(line, &m), -1);
+	assert_int_equal(proc_parse_maps_line(line, &m), -EINVAL);
 }
 
 /* ---- pyelf on real files ---- */
@@ -776,7 +776,7 @@ static void test_stat_and_comm(void **state)
 	prctl(PR_SET_NAME, old);
 	/* Our start time is after init's. */
 	assert_true(proc_start_time(1) <= t0);
-	assert_int_equal(proc_comm(-1, 0, comm, sizeof(comm)), -1);
+	assert_int_equal(proc_comm(-1, 0, comm, sizeof(comm)), -ESRCH);
 }
 
 /* The one stat parser: comm with ')' and spaces, short and bad lines. */
