@@ -16,21 +16,11 @@
 #include "cli.h"
 #include "profile.h"
 #include "sampler.h"
+#include "session.h"	/* struct ingest_counts */
 #include "symbols.h"
 #include "targets.h"
 
 struct ingest;
-
-struct ingest_counts {
-	uint64_t received;		/* sample records read */
-	uint64_t stacks;		/* stack records read */
-	uint64_t unknown_pid;		/* samples of a process no longer tracked */
-	uint64_t missing_stack;		/* samples whose frames never arrived */
-	uint64_t bad_records;
-	uint64_t offcpu_final;		/* periods credited at the end (still blocked) */
-	uint64_t offcpu_seeded;		/* threads found blocked, credited from the start */
-	uint64_t compactions;		/* live profiles folded */
-};
 
 /* Samples of the targets in ts, read through sampler: NULL with errno set. */
 struct ingest *ingest_new(const struct options *o, struct sampler *sampler, struct targets *ts);

@@ -591,28 +591,12 @@ static void view_live(const struct session *s, struct session_view *v)
 	snprintf(v->live_version, sizeof(v->live_version), "%s", t->version);
 }
 
-/* The session's own counts and the ingest's, as one set. */
-static void view_stats(const struct session *s, struct session_stats *st)
-{
-	const struct ingest_counts *c = ingest_counts(s->in);
-
-	*st = s->st;
-	st->received = c->received;
-	st->stacks = c->stacks;
-	st->unknown_pid = c->unknown_pid;
-	st->missing_stack = c->missing_stack;
-	st->bad_records = c->bad_records;
-	st->offcpu_final = c->offcpu_final;
-	st->offcpu_seeded = c->offcpu_seeded;
-	st->compactions = c->compactions;
-}
-
 void session_snapshot(const struct session *s, struct session_view *v)
 {
 	const struct symbols *sym = ingest_symbols(s->in);
 
 	*v = (struct session_view){
-		.opt = s->opt, .stop = s->stop,
+		.opt = s->opt, .stop = s->stop, .st = s->st,
 		.sym = { .lookups = sym->lookups, .reads = sym->reads,
 			 .failures = sym->failures, .evicted = sym->evicted,
 			 .cached = sym->codes.len },
@@ -621,7 +605,7 @@ void session_snapshot(const struct session *s, struct session_view *v)
 		.per_task = s->sampler.per_task, .task_events = s->sampler.task_events,
 		.refused_command = targets_refused_command(s->ts),
 	};
-	view_stats(s, &v->st);
+	v->st.in = *ingest_counts(s->in);
 	view_live(s, v);
 }
 

@@ -27,9 +27,8 @@ enum stop_reason {
 	STOP_ERROR,
 };
 
-struct session_stats {
-	uint64_t bpf[TB_NR_COUNTERS];	/* summed per-CPU counters, read at the end */
-	uint64_t run_ns, run_cnt;	/* kernel BPF run-time statistics */
+/* Counted by the sample ingest (ingest.c). */
+struct ingest_counts {
 	uint64_t received;		/* sample records read */
 	uint64_t stacks;		/* stack records read */
 	uint64_t unknown_pid;		/* samples of a process no longer tracked */
@@ -37,9 +36,15 @@ struct session_stats {
 	uint64_t bad_records;
 	uint64_t offcpu_final;		/* periods credited at the end (still blocked) */
 	uint64_t offcpu_seeded;		/* threads found blocked, credited from the start */
+	uint64_t compactions;		/* live profiles folded (bounded memory) */
+};
+
+struct session_stats {
+	uint64_t bpf[TB_NR_COUNTERS];	/* summed per-CPU counters, read at the end */
+	uint64_t run_ns, run_cnt;	/* kernel BPF run-time statistics */
+	struct ingest_counts in;
 	uint64_t proc_events;
 	uint64_t processes;		/* targets profiled, all incarnations */
-	uint64_t compactions;		/* live profiles folded (bounded memory) */
 	double seconds;
 	double start_unix;		/* wall clock at the start */
 	int ncpus;			/* online CPUs sampled */
