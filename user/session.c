@@ -485,7 +485,7 @@ void session_run(struct session *s)
 	double start, last_house, last_tick, last_compact;
 	uint64_t end_ns;
 	uint32_t i;
-	int n;
+	int n, k;
 
 	s->start_ns = sampler_now_ns();
 	start = last_house = last_tick = last_compact = s->start_ns / 1e9;
@@ -510,8 +510,8 @@ void session_run(struct session *s)
 			s->stop = STOP_ERROR;
 			break;
 		}
-		for (i = 0; i < (uint32_t)n; i++)
-			handle(s, &ev[i]);
+		for (k = 0; k < n; k++)
+			handle(s, &ev[k]);
 		sampler_consume(&s->sampler);
 		ingest_flush(s->in, 0);
 		ingest_name_threads(s->in, 0);
