@@ -41,6 +41,12 @@
 #define EV_EXTRA	((3ULL << 62) | 2)
 #define EV_KIND(x)	((x) & (3ULL << 62))
 
+/* errno as this file's failure value: never 0, so never taken for success. */
+static int neg_errno(void)
+{
+	return errno > 0 ? -errno : -EIO;
+}
+
 static int epoll_add(int epfd, int fd, uint64_t tag, uint32_t events)
 {
 	struct epoll_event ev = { .events = events, .data.u64 = tag };
@@ -236,10 +242,10 @@ static int setup_loop(struct session *s)
 	s->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (s->sigfd < 0 || s->epfd < 0)
-		return -errno;
+		return neg_errno();
 	if (epoll_add(s->epfd, s->sigfd, EV_SIGNAL, EPOLLIN) ||
 	    epoll_add(s->epfd, sampler_rb_fd(&s->sampler), EV_RING, EPOLLIN))
-		return -errno;
+		return neg_errno();
 	/* A pipe's write end reports EPOLLERR once the reader has gone. */
 	if (!s->opt->output && !fstat(STDOUT_FILENO, &st) && S_ISFIFO(st.st_mode))
 		epoll_add(s->epfd, STDOUT_FILENO, EV_STDOUT, 0);
@@ -262,7 +268,7 @@ static int spawn_child(struct session *s)
 {
 	s->child = child_spawn(s->opt->cmd, !!s->opt->output);
 	if (!s->child)
-		return -errno;
+		return neg_errno();
 	targets_set_command(s->ts, child_pid(s->child));
 	if (child_pidfd(s->child) >= 0)
 		epoll_add(s->epfd, child_pidfd(s->child), EV_CHILD, EPOLLIN);
@@ -320,18 +326,21 @@ int session_start(struct session *s)
 		if (!ret)
 			ret = sampler_watch(&s->sampler, t->pid, follow_children(s));
 		if (ret) {
+			ret = neg_errno();
 			tb_error("BPF: cannot register pid %d: %s (too many processes?)",
-				 t->pid, strerror(errno));
-			return -errno;
+				 t->pid, strerror(-ret));
+			return ret;
 		}
 	}
 	if (setup_loop(s)) {
-		tb_error("event loop: %s (out of file descriptors?)", strerror(errno));
-		return -errno;
+		ret = neg_errno();
+		tb_error("event loop: %s (out of file descriptors?)", strerror(-ret));
+		return ret;
 	}
 	if (s->opt->cmd && spawn_child(s)) {
-		tb_error("%s: cannot start the command: %s", s->opt->cmd[0], strerror(errno));
-		return -errno;
+		ret = neg_errno();
+		tb_error("%s: cannot start the command: %s", s->opt->cmd[0], strerror(-ret));
+		return ret;
 	}
 	task_scope(s, &so);
 	if (sampler_attach(&s->sampler, &so, err, sizeof(err))) {
