@@ -272,16 +272,9 @@ static void print_thread(const struct target *t, const struct dump_ctx *dx,
 
 static void print_process(const struct target *t)
 {
-	char path[64], buf[1024];
-	ssize_t n = -1, i;
-	int fd;
+	char buf[1024];
+	ssize_t n = proc_cmdline(t->pid, buf, sizeof(buf)), i;
 
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", t->pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-	}
 	if (n <= 0)
 		n = snprintf(buf, sizeof(buf), "%s", t->name);
 	for (i = 0; i < n; i++)

@@ -1,7 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Kernel addresses to function names (/proc/kallsyms), and a kernel stack
+ * as the frames a profile shows (--kernel).
+ */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "errors.h"
 #include "ksyms.h"
 
 static int cmp(const void *a, const void *b)
@@ -26,7 +32,7 @@ int ksyms_load(struct ksyms *k, const char *path)
 
 	memset(k, 0, sizeof(*k));
 	if (!f)
-		return -1;
+		return -errno;
 	while (fgets(line, sizeof(line), f)) {
 		size_t l;
 
@@ -57,7 +63,7 @@ int ksyms_load(struct ksyms *k, const char *path)
 	for (i = 0; i < k->n; i++)
 		k->v[i].name = k->names + (uintptr_t)k->v[i].name;
 	qsort(k->v, k->n, sizeof(*k->v), cmp);
-	return k->n ? 0 : -1;
+	return k->n ? 0 : -ENODATA;
 }
 
 const char *ksyms_find(const struct ksyms *k, uint64_t addr)
@@ -82,4 +88,30 @@ void ksyms_free(struct ksyms *k)
 	free(k->v);
 	free(k->names);
 	memset(k, 0, sizeof(*k));
+}
+
+int kstack_names(struct kstack_namer *kn, const uint64_t *ips, int n, const char **names)
+{
+	int i, j;
+
+	if (!kn->loaded) {
+		kn->loaded = 1;
+		if (ksyms_load(&kn->ksyms, "/proc/kallsyms"))
+			tb_warn("--kernel: /proc/kallsyms has no addresses; kernel frames show as [unknown]");
+	}
+	for (i = 0, j = 0; i < n; i++) {
+		const char *name = ksyms_find(&kn->ksyms, ips[i]);
+
+		/* A tick sample's stack starts in the timer interrupt: what
+		 * the thread was doing is under the interrupt's entry. */
+		if (kn->tick && name && !strncmp(name, "asm_sysvec_", 11)) {
+			j = 0;
+			continue;
+		}
+		/* Innermost first: our own program and the trampoline calling it. */
+		if (!j && name && (!strncmp(name, "bpf_", 4) || !strncmp(name, "__bpf_", 6)))
+			continue;
+		names[j++] = name ? name : "[unknown]";
+	}
+	return j;
 }

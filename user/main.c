@@ -3,7 +3,8 @@
  * tachyon-bpf: sample CPython stacks from the kernel.
  *
  *   discover (target.c, proc.c, pyelf.c) -> layout (layout.c)
- *   -> sample (bpf/tachyon.bpf.c, sampler.c) -> consume (session.c)
+ *   -> sample (bpf/tachyon.bpf.c, sampler.c)
+ *   -> consume (session.c: the loop; targets.c, ingest.c, child.c)
  *   -> symbolize (symbols.c, linetable.c, pystr.c) -> aggregate (profile.c)
  *   -> write (output/)
  */
@@ -158,10 +159,8 @@ static void on_tick(struct session *s, void *ctx)
 	progress_tick(&h->progress, s);
 }
 
-static int hooks_attach(struct hooks *h, struct session *s)
+static int hooks_attach(struct hooks *h, struct session *s, const struct options *o)
 {
-	const struct options *o = s->opt;
-
 	progress_init(&h->progress);
 	if (o->pyroscope) {
 		if (pyroscope_init(&h->pyro, o))
@@ -170,9 +169,7 @@ static int hooks_attach(struct hooks *h, struct session *s)
 	}
 	if (!h->progress.on && !h->pyro_on)
 		return 0;
-	s->tick = on_tick;
-	s->tick_ctx = h;
-	s->tick_interval = 0.5;
+	session_set_tick(s, on_tick, h, 0.5);
 	return 0;
 }
 
@@ -183,17 +180,17 @@ static void hooks_free(struct hooks *h)
 }
 
 /* The profile to its file (not for top: the screen was its output). */
-static int write_profile(struct session *s, FILE *out, const struct resolved *r)
+static int write_profile(const struct session_view *v, FILE *out, const struct resolved *r)
 {
 	int err;
 
-	if (!out || s->stop == STOP_PIPE_CLOSED)
+	if (!out || v->stop == STOP_PIPE_CLOSED)
 		return TB_EXIT_OK;
 	if (out != stdout && safe_truncate(out)) {
-		tb_error("-o %s: %s", s->opt->output, strerror(errno));
+		tb_error("-o %s: %s", v->opt->output, strerror(errno));
 		return TB_EXIT_RUNTIME;
 	}
-	err = s->opt->writer->write(out, r);
+	err = v->opt->writer->write(out, r);
 	if (!err || err == -EPIPE)
 		return TB_EXIT_OK;
 	tb_error("writing the profile: %s (check the disk or the -o path)", strerror(-err));
@@ -202,15 +199,15 @@ static int write_profile(struct session *s, FILE *out, const struct resolved *r)
 
 /* Where the closing line says the profile went: the -o file, if written
  * (not /dev/null). */
-static const char *written_to(const struct session *s, FILE *out, int ret)
+static const char *written_to(const struct session_view *v, FILE *out, int ret)
 {
 	struct stat st;
 
-	if (!out || out == stdout || ret || s->stop == STOP_PIPE_CLOSED)
+	if (!out || out == stdout || ret || v->stop == STOP_PIPE_CLOSED)
 		return NULL;
 	if (fstat(fileno(out), &st) || !S_ISREG(st.st_mode))
 		return NULL;
-	return s->opt->output;
+	return v->opt->output;
 }
 
 /*
@@ -220,78 +217,97 @@ static const char *written_to(const struct session *s, FILE *out, int ret)
  */
 static int finish(struct session *s, FILE *out, FILE *statsf, struct hooks *h)
 {
+	struct session_view v;
 	char rate[32];
-	struct resolved r = {
-		.event = s->opt->event->name, .rate = s->opt->rate_hz,
-		.mode = cli_mode_name(s->opt->mode),
-		.rate_text = cli_rate_text(s->opt, rate, sizeof(rate)),
-		.start_unix = s->st.start_unix, .duration_s = s->st.seconds,
-	};
+	struct resolved r;
 	int ret, empty, err;
 
+	session_snapshot(s, &v);
+	r = (struct resolved){
+		.event = v.opt->event->name, .rate = v.opt->rate_hz,
+		.mode = cli_mode_name(v.opt->mode),
+		.rate_text = cli_rate_text(v.opt, rate, sizeof(rate)),
+		.start_unix = v.st.start_unix, .duration_s = v.st.seconds,
+	};
 	if (session_resolve(s, &r)) {
 		tb_error("writing the profile: out of memory");
 		resolved_free(&r);
 		return TB_EXIT_RUNTIME;
 	}
-	empty = out && !r.total && s->stop != STOP_PIPE_CLOSED;
-	ret = empty ? TB_EXIT_RUNTIME : write_profile(s, out, &r);
-	if (!empty && s->opt->summary && (err = output_summary(stderr, &r)))
+	empty = out && !r.total && v.stop != STOP_PIPE_CLOSED;
+	ret = empty ? TB_EXIT_RUNTIME : write_profile(&v, out, &r);
+	if (!empty && v.opt->summary && (err = output_summary(stderr, &r)))
 		tb_warn("--summary: %s", strerror(-err));
 	if (h && h->pyro_on)
 		pyroscope_push(&h->pyro, s, 1);
-	if (s->opt->verbose)
-		stats_print(s, r.total);
+	/* Again: resolving looked up code objects, which the statistics count. */
+	session_snapshot(s, &v);
+	if (v.opt->verbose)
+		stats_print(&v, r.total);
 	if (empty)
-		stats_explain_empty(s, session_refused_command(s));
+		stats_explain_empty(&v);
 	else if (out)	/* top's screen said it all */
-		stats_line(s, r.total, written_to(s, out, ret));
+		stats_line(&v, r.total, written_to(&v, out, ret));
 	if (statsf)
-		stats_write_json(statsf, s, r.total);
+		stats_write_json(statsf, &v, r.total);
 	resolved_free(&r);
 	return ret;
 }
 
 /* Attach what watches the run: top's screen, or progress and pushes. */
-static int attach(struct session *s, struct top *tp, struct hooks *h)
+static int attach(struct session *s, const struct options *o, struct top *tp, struct hooks *h)
 {
-	if (s->opt->command == CMD_TOP)
-		return top_attach(tp, s);
-	return hooks_attach(h, s);
+	if (o->command == CMD_TOP)
+		return top_attach(tp, s, o);
+	return hooks_attach(h, s, o);
+}
+
+/* Record until the run stops; then write and report. The exit code. */
+static int record(struct session *s, const struct options *o, FILE *out, FILE *statsf,
+		  struct hooks *h, struct top *tp)
+{
+	int top = o->command == CMD_TOP;
+	struct session_view v;
+
+	session_snapshot(s, &v);
+	tb_debug("profiling %u process(es) at %.6g Hz with %s%s", v.ntargets, o->rate_hz,
+		 o->event->name, v.per_task ? " (one event per thread)" :
+		 o->event->tick ? "" : " (one event per CPU)");
+	session_run(s);
+	if (top)
+		top_end(tp);
+	else
+		progress_clear(&h->progress);
+	session_snapshot(s, &v);
+	return v.stop == STOP_ERROR ? TB_EXIT_RUNTIME : finish(s, out, statsf, top ? NULL : h);
 }
 
 static int run(struct options *o, FILE *out, FILE *statsf)
 {
-	static struct session s;
 	static struct hooks h;
 	static struct top tp;
 	int top = o->command == CMD_TOP, ret;
+	struct session *s = session_new(o);
 
-	ret = session_open_targets(&s, o);
-	if (ret) {
-		/* Nothing attached yet: top's state was never set up. */
-		session_close(&s);
-		return ret;
+	if (!s) {
+		tb_error("startup: out of memory (free some memory)");
+		return TB_EXIT_RUNTIME;
 	}
-	ret = attach(&s, &tp, &h);
-	if (!ret)
-		ret = session_start(&s);
+	if (session_open_targets(s)) {
+		/* Nothing attached yet: top's state was never set up. */
+		session_free(s);
+		return TB_EXIT_RUNTIME;
+	}
+	ret = attach(s, o, &tp, &h);
+	if (!ret && session_start(s))
+		ret = TB_EXIT_RUNTIME;
 	if (!ret && top)
 		ret = top_begin(&tp);
-	if (!ret) {
-		tb_debug("profiling %u process(es) at %.6g Hz with %s%s", s.ntargets, o->rate_hz,
-			 o->event->name, s.sampler.per_task ? " (one event per thread)" :
-			 o->event->tick ? "" : " (one event per CPU)");
-		session_run(&s);
-		if (top)
-			top_end(&tp);
-		else
-			progress_clear(&h.progress);
-		ret = s.stop == STOP_ERROR ? TB_EXIT_RUNTIME : finish(&s, out, statsf, top ? NULL : &h);
-	} else if (top) {
+	if (!ret)
+		ret = record(s, o, out, statsf, &h, &tp);
+	else if (top)
 		top_end(&tp);
-	}
-	session_close(&s);
+	session_free(s);
 	hooks_free(&h);
 	return ret;
 }

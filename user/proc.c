@@ -22,6 +22,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "hmap.h"
 #include "proc.h"
 #include "pyelf.h"
 #include "util.h"
@@ -84,12 +85,12 @@ static int parse_hex(const char **pp, uint64_t *val, int maxdigits)
 
 	for (n = 0; isxdigit((unsigned char)p[n]); n++) {
 		if (n == maxdigits)
-			return -1;
+			return -EINVAL;
 		v = v << 4 | (uint64_t)(isdigit((unsigned char)p[n]) ?
 					p[n] - '0' : (tolower((unsigned char)p[n]) - 'a' + 10));
 	}
 	if (!n)
-		return -1;
+		return -EINVAL;
 	*val = v;
 	*pp = p + n;
 	return 0;
@@ -101,11 +102,11 @@ static int parse_dec(const char **pp, uint64_t *val)
 	uint64_t v = 0, d;
 
 	if (!isdigit((unsigned char)*p))
-		return -1;
+		return -EINVAL;
 	for (; isdigit((unsigned char)*p); p++) {
 		d = (uint64_t)(*p - '0');
 		if (v > (UINT64_MAX - d) / 10)
-			return -1;
+			return -EINVAL;
 		v = v * 10 + d;
 	}
 	*val = v;
@@ -117,7 +118,7 @@ static int parse_dec(const char **pp, uint64_t *val)
 static int expect(const char **pp, char c)
 {
 	if (**pp != c)
-		return -1;
+		return -EINVAL;
 	(*pp)++;
 	return 0;
 }
@@ -128,7 +129,7 @@ static int parse_perms(const char **pp, char perms[5])
 
 	if ((p[0] != 'r' && p[0] != '-') || (p[1] != 'w' && p[1] != '-') ||
 	    (p[2] != 'x' && p[2] != '-') || (p[3] != 'p' && p[3] != 's'))
-		return -1;
+		return -EINVAL;
 	memcpy(perms, p, 4);
 	perms[4] = '\0';
 	*pp = p + 4;
@@ -144,9 +145,9 @@ static int parse_path(const char *p, struct proc_map *m)
 		p++;
 	len = strcspn(p, "\n");
 	if (p[len] == '\n' && p[len + 1])
-		return -1;
+		return -EINVAL;
 	if (len >= sizeof(m->path))
-		return -1;
+		return -EINVAL;
 	memcpy(m->path, p, len);
 	m->path[len] = '\0';
 	len = strlen(DELETED_SUFFIX);
@@ -169,31 +170,29 @@ int proc_parse_maps_line(const char *line, struct proc_map *m)
 	    parse_hex(&p, &major, 8) || expect(&p, ':') ||
 	    parse_hex(&p, &minor, 8) || expect(&p, ' ') ||
 	    parse_dec(&p, &m->inode))
-		return -1;
+		return -EINVAL;
 	if (m->start >= m->end)
-		return -1;
+		return -EINVAL;
 	m->dev_major = (unsigned)major;
 	m->dev_minor = (unsigned)minor;
 	if (*p != ' ' && *p != '\n' && *p != '\0')
-		return -1;
+		return -EINVAL;
 	return parse_path(p, m);
 }
 
 /* ---- small /proc files ---- */
 
-/* Read a small file whole, NUL-terminated; bytes read or -1 (errno set). */
+/* Read a small file whole, NUL-terminated; bytes read or -errno. */
 static ssize_t read_small(const char *path, char *buf, size_t len)
 {
 	ssize_t n, total = 0;
 	int fd, saved;
 
-	if (!len) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!len)
+		return -EINVAL;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -1;
+		return -errno;
 	while ((size_t)total < len - 1) {
 		n = read(fd, buf + total, len - 1 - (size_t)total);
 		if (n < 0 && errno == EINTR)
@@ -201,8 +200,7 @@ static ssize_t read_small(const char *path, char *buf, size_t len)
 		if (n < 0) {
 			saved = errno;
 			close(fd);
-			errno = saved;
-			return -1;
+			return -saved;
 		}
 		if (!n)
 			break;
@@ -213,40 +211,73 @@ static ssize_t read_small(const char *path, char *buf, size_t len)
 	return total;
 }
 
-uint64_t proc_start_time(pid_t pid)
+/*
+ * The one reader of /proc/PID/stat's fields. comm (field 2) may hold
+ * spaces and ')': the fields after it start after the last ')'.
+ */
+int proc_parse_stat(const char *buf, struct proc_stat *st)
 {
-	char path[64], buf[1024], *p;
+	const char *p = buf ? strrchr(buf, ')') : NULL;
 	int field;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (pid <= 0 || read_small(path, buf, sizeof(buf)) <= 0)
-		return 0;
-	/* comm may hold spaces and ')': it ends at the last ')'. */
-	p = strrchr(buf, ')');
-	if (!p || p[1] != ' ')
-		return 0;
+	*st = (struct proc_stat){ 0 };
+	if (!p || p[1] != ' ' || !p[2])
+		return -EINVAL;
 	p += 2;				/* field 3, state */
+	st->state = *p;
+	if (sscanf(p, "%*c %d", &st->ppid) != 1)
+		st->ppid = 0;
 	for (field = 3; field < 22; field++) {
 		p = strchr(p, ' ');
 		if (!p)
 			return 0;
 		p++;
 	}
-	if (!isdigit((unsigned char)*p))
+	if (isdigit((unsigned char)*p))
+		st->start_time = strtoull(p, NULL, 10);
+	return 0;
+}
+
+int proc_read_stat(pid_t pid, pid_t tid, struct proc_stat *st)
+{
+	char path[96], buf[1024];
+
+	*st = (struct proc_stat){ 0 };
+	if (tid > 0)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (read_small(path, buf, sizeof(buf)) <= 0)
+		return -ENOENT;
+	return proc_parse_stat(buf, st);
+}
+
+uint64_t proc_start_time(pid_t pid)
+{
+	struct proc_stat st;
+
+	if (pid <= 0 || proc_read_stat(pid, 0, &st))
 		return 0;
-	return strtoull(p, NULL, 10);
+	return st.start_time;
 }
 
 /* Exited, reaped or not: a zombie keeps /proc/PID but has no mappings. */
 static bool proc_gone(pid_t pid)
 {
-	char path[64], buf[512], *p;
+	struct proc_stat st;
+	int ret = proc_read_stat(pid, 0, &st);
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (read_small(path, buf, sizeof(buf)) <= 0)
+	if (ret == -ENOENT)
 		return true;
-	p = strrchr(buf, ')');
-	return p && (p[1] == ' ') && (p[2] == 'Z' || p[2] == 'X');
+	return !ret && (st.state == 'Z' || st.state == 'X');
+}
+
+ssize_t proc_cmdline(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	return read_small(path, buf, len);
 }
 
 int proc_exists(pid_t pid)
@@ -265,16 +296,16 @@ int proc_comm(pid_t pid, pid_t tid, char *buf, size_t len)
 	ssize_t n;
 
 	if (!buf || !len)
-		return -1;
+		return -EINVAL;
 	buf[0] = '\0';
 	if (pid <= 0)
-		return -1;
+		return -ESRCH;
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid,
 		 (int)(tid > 0 ? tid : pid));
 	n = read_small(path, buf, len);
 	if (n < 0) {
 		buf[0] = '\0';
-		return -1;
+		return (int)n;
 	}
 	buf[strcspn(buf, "\n")] = '\0';
 	return 0;
@@ -282,31 +313,20 @@ int proc_comm(pid_t pid, pid_t tid, char *buf, size_t len)
 
 char proc_thread_state(pid_t pid, pid_t tid)
 {
-	char path[96], buf[512], *p;
-	ssize_t n;
+	struct proc_stat st;
+	int ret = proc_read_stat(pid, tid, &st);
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	n = read_small(path, buf, sizeof(buf));
-	if (n <= 0)
+	if (ret == -ENOENT)
 		return 0;
-	p = strrchr(buf, ')');
-	if (!p || p[1] != ' ' || !p[2])
-		return '?';
-	return p[2];
+	return ret ? '?' : st.state;
 }
 
 static pid_t parent_of(pid_t pid)
 {
-	char path[64], buf[512], *p;
-	int ppid = 0;
+	struct proc_stat st;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (read_small(path, buf, sizeof(buf)) <= 0)
-		return 0;
-	p = strrchr(buf, ')');	/* comm may hold ')' */
-	if (!p || sscanf(p, ") %*c %d", &ppid) != 1)
-		ppid = 0;
-	return ppid;
+	proc_read_stat(pid, 0, &st);
+	return st.ppid;
 }
 
 static int is_root(pid_t pid, const pid_t *roots, int nroots)
@@ -319,31 +339,83 @@ static int is_root(pid_t pid, const pid_t *roots, int nroots)
 	return 0;
 }
 
-int proc_each_descendant(const pid_t *roots, int nroots, void (*fn)(void *ctx, pid_t pid),
-			 void *ctx)
+int proc_each_pid(void (*fn)(void *ctx, pid_t pid), void *ctx)
 {
 	DIR *dir = opendir("/proc");
 	struct dirent *e;
-	int depth, n = 0;
+	int n = 0;
 
 	if (!dir)
-		return -1;
+		return -errno;
 	while ((e = readdir(dir))) {
-		pid_t pid = (pid_t)strtol(e->d_name, NULL, 10), up = pid;
+		unsigned long pid;
+		char *end;
 
-		if (pid <= 0 || is_root(pid, roots, nroots))
+		if (!isdigit((unsigned char)e->d_name[0]))
 			continue;
-		for (depth = 0; depth < 64 && up > 1; depth++) {
-			up = parent_of(up);
-			if (is_root(up, roots, nroots)) {
-				fn(ctx, pid);
-				n++;
-				break;
-			}
-		}
+		pid = strtoul(e->d_name, &end, 10);
+		if (*end || !pid || pid > INT32_MAX)
+			continue;
+		fn(ctx, (pid_t)pid);
+		n++;
 	}
 	closedir(dir);
 	return n;
+}
+
+struct descendants {
+	const pid_t *roots;
+	int nroots, n;
+	void (*fn)(void *ctx, pid_t pid);
+	void *ctx;
+};
+
+/* One /proc entry: a descendant if a root is up its chain of parents. */
+static void if_descendant(void *ctx, pid_t pid)
+{
+	struct descendants *d = ctx;
+	pid_t up = pid;
+	int depth;
+
+	if (is_root(pid, d->roots, d->nroots))
+		return;
+	for (depth = 0; depth < 64 && up > 1; depth++) {
+		up = parent_of(up);
+		if (is_root(up, d->roots, d->nroots)) {
+			d->fn(d->ctx, pid);
+			d->n++;
+			return;
+		}
+	}
+}
+
+int proc_each_descendant(const pid_t *roots, int nroots, void (*fn)(void *ctx, pid_t pid),
+			 void *ctx)
+{
+	struct descendants d = { roots, nroots, 0, fn, ctx };
+	int ret = proc_each_pid(if_descendant, &d);
+
+	return ret < 0 ? ret : d.n;
+}
+
+uint64_t proc_maps_fingerprint(pid_t pid)
+{
+	char path[64], line[4608];
+	uint64_t h = 1469598103934665603ULL;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 1;
+	while (fgets(line, sizeof(line), f)) {
+		char *file = strchr(line, '/');
+
+		if (file)
+			h = (h ^ hash_bytes(file, strlen(file))) * 1099511628211ULL;
+	}
+	fclose(f);
+	return h | 1;
 }
 
 pid_t proc_tgid(pid_t tid)
@@ -429,7 +501,7 @@ static int add_mapping(struct maps *mp, const struct proc_map *m)
 
 	vmas = grow(mp->vmas, &mp->vmacap, mp->nvmas + 1, sizeof(*vmas));
 	if (!vmas)
-		return -1;
+		return -ENOMEM;
 	mp->vmas = vmas;
 	vmas[mp->nvmas++] = (struct vma){ m->start, m->end, m->perms[1] == 'w' };
 
@@ -440,7 +512,7 @@ static int add_mapping(struct maps *mp, const struct proc_map *m)
 	if (!o)
 		o = add_object(mp, m);
 	if (!o)
-		return -1;
+		return -ENOMEM;
 	if (m->offset == 0 && !o->has_base) {
 		o->base = m->start;
 		o->base_end = m->end;

@@ -22,7 +22,7 @@ struct proc_map {
 };
 
 /*
- * Parse one /proc/PID/maps line (trailing newline optional); 0 ok, -1
+ * Parse one /proc/PID/maps line (trailing newline optional); 0 ok, -EINVAL
  * malformed.  Paths may contain spaces.  Pure function.
  */
 int proc_parse_maps_line(const char *line, struct proc_map *m);
@@ -58,6 +58,31 @@ enum proc_err {
  */
 int proc_locate_python(pid_t pid, struct py_location *loc, char *err, size_t errlen);
 
+/* The fields of /proc/PID/stat (or .../task/TID/stat) we use. */
+struct proc_stat {
+	char state;		/* field 3: 'R', 'S', 'D', 'Z', ... */
+	pid_t ppid;		/* field 4; 0 if unparsable */
+	uint64_t start_time;	/* field 22, clock ticks; 0 if unparsable */
+};
+
+/* Parse a stat line (pure): 0, or -EINVAL if not even the state is there. */
+int proc_parse_stat(const char *buf, struct proc_stat *st);
+/* Read and parse the stat of @pid (@tid > 0: of that thread): 0, -ENOENT
+ * if unreadable (gone), -EINVAL if malformed. */
+int proc_read_stat(pid_t pid, pid_t tid, struct proc_stat *st);
+
+/* /proc/PID/cmdline, NUL-terminated (@len >= 1): bytes read, or -errno. */
+ssize_t proc_cmdline(pid_t pid, char *buf, size_t len);
+
+/*
+ * A cheap fingerprint of the files a process maps (never 0): an
+ * interpreter loaded later (dlopen) changes it.
+ */
+uint64_t proc_maps_fingerprint(pid_t pid);
+
+/* Call fn(ctx, pid) for every process in /proc: how many, or -errno. */
+int proc_each_pid(void (*fn)(void *ctx, pid_t pid), void *ctx);
+
 /* Start time (/proc/PID/stat field 22, clock ticks) to detect pid reuse; 0 on error. */
 uint64_t proc_start_time(pid_t pid);
 
@@ -71,7 +96,7 @@ char proc_thread_state(pid_t pid, pid_t tid);
 /*
  * Call fn(ctx, pid) for every process descending from one of roots (not
  * the roots themselves), by each /proc entry's chain of parents. Returns
- * how many, or -1 if /proc cannot be read.
+ * how many, or -errno if /proc cannot be read.
  */
 int proc_each_descendant(const pid_t *roots, int nroots, void (*fn)(void *ctx, pid_t pid),
 			 void *ctx);
@@ -79,7 +104,7 @@ int proc_each_descendant(const pid_t *roots, int nroots, void (*fn)(void *ctx, p
 /* The process (thread group) thread @tid belongs to; -1 if unknown. */
 pid_t proc_tgid(pid_t tid);
 
-/* comm of @tid in @pid (@tid <= 0: the process itself); 0 ok, -1 error. */
+/* comm of @tid in @pid (@tid <= 0: the process itself); 0 ok, -errno. */
 int proc_comm(pid_t pid, pid_t tid, char *buf, size_t len);
 
 #endif /* TACHYON_PROC_H */

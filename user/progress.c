@@ -31,22 +31,24 @@ void progress_init(struct progress *p)
 void progress_tick(struct progress *p, struct session *s)
 {
 	uint64_t c[TB_NR_COUNTERS] = {0};
+	struct session_view v;
 	double now = mono_now(), secs;
 	uint64_t lost;
 
 	if (!p->on || now - p->last < REDRAW_S)
 		return;
 	p->last = now;
-	secs = wall_now() - s->st.start_unix;
+	session_snapshot(s, &v);
+	secs = wall_now() - v.st.start_unix;
 	if (secs < 0.001)
 		secs = 0.001;
-	sampler_counters(&s->sampler, c);
+	session_counters(s, c);
 	lost = c[TB_C_LOST] + c[TB_C_OFFCPU_LOST];
 	/* The cursor goes back to column 0, so a message printed by someone
 	 * else overwrites the line instead of being glued to its end. */
 	fprintf(stderr, "\rtachyon-bpf: %.1f s, %" PRIu64 " samples (%.0f/s), lost %" PRIu64
-		", %u process%s (Ctrl-C to stop)\033[K\r", secs, s->prof.samples, s->prof.samples / secs, lost,
-		s->alive, s->alive == 1 ? "" : "es");
+		", %u process%s (Ctrl-C to stop)\033[K\r", secs, v.samples, v.samples / secs, lost,
+		v.alive, v.alive == 1 ? "" : "es");
 	fflush(stderr);
 	p->drawn = 1;
 }

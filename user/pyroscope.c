@@ -165,8 +165,12 @@ int pyroscope_push(struct pyroscope *p, struct session *s, int final)
 	int64_t until = (int64_t)now + (now > (double)(int64_t)now);
 	char err[CURL_ERROR_SIZE + 64];
 
-	if (!p->from)
-		p->from = (int64_t)s->st.start_unix;
+	if (!p->from) {
+		struct session_view v;
+
+		session_snapshot(s, &v);
+		p->from = (int64_t)v.st.start_unix;
+	}
 	if (until <= p->from)
 		until = p->from + 1;
 	if (fold_now(s, &cur) || delta(&cur, &p->acked, &b)) {

@@ -1,22 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * One profiling run: targets, the BPF sampler, the event loop that consumes
- * the ring buffer (epoll: ring buffer, signals, target exits, a closed
- * stdout), aggregation and symbolization as samples arrive.
+ * One profiling run: its lifecycle (open the targets, start sampling, run
+ * the event loop, resolve the profile, close) and a read-only snapshot of
+ * its state for the views (stats, progress, top). What it is made of is
+ * private to session.c: the registry of targets (targets.h), the samples
+ * as they arrive (ingest.h), the -- command (child.h).
  */
 #ifndef TB_SESSION_H
 #define TB_SESSION_H
 
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "cli.h"
-#include "hmap.h"
-#include "ksyms.h"
-#include "profile.h"
-#include "pythreads.h"
-#include "sampler.h"
-#include "symbols.h"
-#include "target.h"
+#include "tachyon.h"
+
+struct session;
+struct resolved;
 
 enum stop_reason {
 	STOP_NONE,
@@ -27,9 +27,8 @@ enum stop_reason {
 	STOP_ERROR,
 };
 
-struct session_stats {
-	uint64_t bpf[TB_NR_COUNTERS];	/* summed per-CPU counters */
-	uint64_t run_ns, run_cnt;	/* kernel BPF run-time statistics */
+/* Counted by the sample ingest (ingest.c). */
+struct ingest_counts {
 	uint64_t received;		/* sample records read */
 	uint64_t stacks;		/* stack records read */
 	uint64_t unknown_pid;		/* samples of a process no longer tracked */
@@ -37,107 +36,75 @@ struct session_stats {
 	uint64_t bad_records;
 	uint64_t offcpu_final;		/* periods credited at the end (still blocked) */
 	uint64_t offcpu_seeded;		/* threads found blocked, credited from the start */
+	uint64_t compactions;		/* live profiles folded (bounded memory) */
+};
+
+struct session_stats {
+	uint64_t bpf[TB_NR_COUNTERS];	/* summed per-CPU counters, read at the end */
+	uint64_t run_ns, run_cnt;	/* kernel BPF run-time statistics */
+	struct ingest_counts in;
 	uint64_t proc_events;
 	uint64_t processes;		/* targets profiled, all incarnations */
-	uint64_t compactions;		/* live profiles folded (bounded memory) */
 	double seconds;
 	double start_unix;		/* wall clock at the start */
 	int ncpus;			/* online CPUs sampled */
 };
 
-/* A process we expect to become profilable (exec'd, forked, or starting). */
-struct discover {
-	int32_t pid;
-	int attempts;
-	double next_try;
-	int announce;			/* say why on stderr if it is not Python */
+/* The code-object cache, for -v and --stats. */
+struct session_symstats {
+	uint64_t lookups, reads, failures;
+	uint64_t evicted;		/* dropped as unused */
+	size_t cached;			/* held now */
 };
 
-/* -s: a target given with -p that is not Python (its descendants are). */
-struct root {
-	pid_t pid;
-	uint64_t start_time;		/* tells a recycled pid from it */
-};
-
-struct thread_key {
-	uint32_t target;
-	uint32_t tid;
-};
-
-struct pend_sample {
-	struct agg_key k;
-	uint64_t weight;
-};
-
-struct session {
+/* What the views may know of a run: a copy, taken when asked. */
+struct session_view {
 	const struct options *opt;
-	struct sampler sampler;
-	struct profile prof;
-	struct symbols sym;
-	struct target **targets;	/* every incarnation; NULL once frozen */
-	struct rproc *procs;		/* what each target id was, kept after it ends */
-	struct resolved frozen;		/* samples of processes that are gone */
-	uint32_t ntargets, cap;
-	uint32_t alive;			/* targets still running */
-	struct hmap by_pid;		/* pid -> current target index + 1 */
-	struct hmap thread_names;	/* {target, tid} -> char *, NULL until named */
-	struct thread_key *unnamed;	/* threads seen, not named yet */
-	struct pythreads_cache pynames;	/* Thread objects read this compaction period */
-	size_t nunnamed, unnamed_cap;
-	struct hmap refused;		/* pids already reported unsupported */
-	struct hmap limbo;		/* stack ids no sample uses, kept for a thread off CPU */
-	struct pend_sample *pend;	/* samples waiting for their stack */
-	size_t npend, pend_cap;
-	struct discover *disc;
-	size_t ndisc, disc_cap;
-	struct root *roots;
-	size_t nroots;
-	int roots_said;			/* "no Python descendants yet" said (or not needed) */
-	struct ksyms ksyms;
-	int ksyms_loaded;
-	int32_t child;			/* -- CMD: its pid; 0 if none */
-	struct sampler_opts so;		/* how the sampler was set up */
-	pid_t event_pids[CLI_MAX_PIDS];	/* per-task events: the processes named */
-	int nevent_pids;
-	int child_pidfd;
-	int child_gate;			/* write end: released once sampling is on */
-	int child_status;
-	int child_reaped;		/* it exited and we waited for it */
-	int child_execd;		/* its exec happened (the command could be run) */
-	char refused_cmd[512];		/* why the command's own Python was refused */
-	int epfd, sigfd;
-	double next_scan;		/* --all-python: next /proc rescan */
-	uint64_t start_ns;		/* the run's start (CLOCK_MONOTONIC); 0 before */
-	int status_pending;		/* a target's GIL address is still unknown */
-	double status_fast_until;	/* ... look for it often until then */
 	enum stop_reason stop;
-	int signo;
 	struct session_stats st;
-	/* Optional: called from the loop every tick_interval seconds (live views,
-	 * periodic pushes, progress). May set stop. */
-	void (*tick)(struct session *s, void *ctx);
-	void *tick_ctx;
-	double tick_interval;
-	/* Optional: an extra fd (e.g. the terminal for `top`) and its handler. */
-	int extra_fd;
-	void (*on_extra)(struct session *s, void *ctx);
+	struct session_symstats sym;
+	uint64_t samples;		/* counted so far (the live part of the profile) */
+	uint32_t alive;			/* targets running now */
+	uint32_t ntargets;		/* targets so far, all incarnations */
+	int per_task;			/* perf events follow threads, not CPUs */
+	int task_events;		/* per-thread events opened */
+	/* A target still running (the last found), for a one-line title. */
+	int32_t live_pid;		/* 0: none */
+	char live_name[64];
+	char live_version[32];
+	const char *refused_command;	/* why the -- command's Python was refused, or NULL */
 };
 
-/* Find the first targets; on failure prints the one-line message, returns an exit code. */
 /*
  * SIGINT, SIGTERM and SIGHUP end a run cleanly: blocked from the start
  * (also during start-up), read by the event loop's signalfd. out: the set.
  */
 void session_block_signals(sigset_t *out);
-int session_open_targets(struct session *s, const struct options *o);
-/* Load and attach BPF; start -- CMD. Returns 0 or an exit code. */
+/* A run with these options: NULL with errno set (out of memory). */
+struct session *session_new(const struct options *o);
+/* Find the first targets: 0, or -errno after the one-line message. */
+int session_open_targets(struct session *s);
+/* Load and attach BPF; start -- CMD: 0, or -errno after the one-line message. */
 int session_start(struct session *s);
 /* Run until a stop condition; then stop sampling and drain. */
 void session_run(struct session *s);
-/* The symbolized profile, with the options' extra frames. */
+/* The symbolized profile, with the options' extra frames: 0 or -ENOMEM. */
 int session_resolve(struct session *s, struct resolved *r);
-void session_close(struct session *s);
-/* Why the -- command's interpreter was refused, or NULL. */
-const char *session_refused_command(const struct session *s);
+/* The run's state now. */
+void session_snapshot(const struct session *s, struct session_view *v);
+/* The BPF counters now (a map read; the snapshot has those of the end). */
+int session_counters(struct session *s, uint64_t c[TB_NR_COUNTERS]);
+/* End the run at the loop's next round (a view's own reason to stop). */
+void session_stop(struct session *s, enum stop_reason why);
+/*
+ * Hooks, set before session_start. tick: called from the loop every
+ * `interval` seconds (live views, periodic pushes, progress). on_fd: an
+ * extra fd (e.g. the terminal for `top`) and what to do when readable.
+ */
+void session_set_tick(struct session *s, void (*tick)(struct session *s, void *ctx),
+		      void *ctx, double interval);
+void session_watch_fd(struct session *s, int fd, void (*on_fd)(struct session *s, void *ctx),
+		      void *ctx);
+void session_free(struct session *s);
 
 #endif

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "errors.h"
+#include "layout.h"
+#include "output/output.h"
 #include "safefile.h"
 #include "stats.h"
 
@@ -14,16 +16,16 @@ static uint64_t dropped(const struct session_stats *st)
 	const uint64_t *c = st->bpf;
 
 	return c[TB_C_NO_TSTATE] + c[TB_C_NO_FRAMES] + c[TB_C_READ_TSTATE] + c[TB_C_FILTERED] +
-	       st->unknown_pid + st->missing_stack;
+	       st->in.unknown_pid + st->in.missing_stack;
 }
 
-void stats_summarize(const struct session *s, uint64_t written, struct stats_summary *out)
+void stats_summarize(const struct session_view *s, uint64_t written, struct stats_summary *out)
 {
 	const struct session_stats *st = &s->st;
 	const uint64_t *c = st->bpf;
 
 	out->collected = c[TB_C_EVENTS] + c[TB_C_OFFCPU_WEIGHT] + c[TB_C_OFFCPU_LOST] +
-			 st->offcpu_final;
+			 st->in.offcpu_final;
 	out->written = written;
 	out->lost = c[TB_C_LOST] + c[TB_C_OFFCPU_LOST];
 	out->dropped = dropped(st);
@@ -48,7 +50,7 @@ static void self_rss(uint64_t *rss_kb, uint64_t *peak_kb)
 }
 
 /* Share of code-object lookups the cache answered without a read. */
-static double code_hit_rate(const struct symbols *sym)
+static double code_hit_rate(const struct session_symstats *sym)
 {
 	return sym->lookups ? 1.0 - (double)sym->reads / sym->lookups : 0;
 }
@@ -59,9 +61,9 @@ static double bpf_ns_per_sample(const struct session_stats *st)
 }
 
 /* What drives sampling: the tick, events per thread, or events per CPU. */
-static const char *stats_scope(const struct session *s)
+static const char *stats_scope(const struct session_view *s)
 {
-	return s->opt->event->tick ? "tick" : s->sampler.per_task ? "thread" : "cpu";
+	return s->opt->event->tick ? "tick" : s->per_task ? "thread" : "cpu";
 }
 
 static const char *plural(uint64_t n, const char *one, const char *many)
@@ -69,7 +71,7 @@ static const char *plural(uint64_t n, const char *one, const char *many)
 	return n == 1 ? one : many;
 }
 
-void stats_line(const struct session *s, uint64_t written, const char *wrote)
+void stats_line(const struct session_view *s, uint64_t written, const char *wrote)
 {
 	const struct session_stats *st = &s->st;
 	const struct writer *w = s->opt->writer;
@@ -93,9 +95,10 @@ void stats_line(const struct session *s, uint64_t written, const char *wrote)
 }
 
 /* Why a run gave nothing, and what to do: one line. */
-void stats_explain_empty(const struct session *s, const char *refused)
+void stats_explain_empty(const struct session_view *s)
 {
 	const struct options *o = s->opt;
+	const char *refused = s->refused_command;
 	struct stats_summary sum;
 
 	stats_summarize(s, 0, &sum);
@@ -125,7 +128,7 @@ void stats_explain_empty(const struct session *s, const char *refused)
 }
 
 /* -v: everything the summary line leaves out. */
-void stats_print(const struct session *s, uint64_t written)
+void stats_print(const struct session_view *s, uint64_t written)
 {
 	const struct session_stats *st = &s->st;
 	const uint64_t *c = st->bpf;
@@ -139,25 +142,25 @@ void stats_print(const struct session *s, uint64_t written)
 		sum.collected, sum.collected / secs, sum.collected / secs / ncpus, ncpus);
 	if (s->opt->mode == TB_MODE_WALL)
 		tb_info("off-CPU: %" PRIu64 " periods credited at switch-in, %" PRIu64 " at the end, from %" PRIu64 " switch-outs and %" PRIu64 " threads blocked when found",
-			c[TB_C_OFFCPU_WEIGHT], st->offcpu_final, c[TB_C_OFFCPU_WALKS],
-			st->offcpu_seeded);
+			c[TB_C_OFFCPU_WEIGHT], st->in.offcpu_final, c[TB_C_OFFCPU_WALKS],
+			st->in.offcpu_seeded);
 	tb_info("written %" PRIu64 ", lost %" PRIu64 " (ring buffer full), dropped %" PRIu64
 		" (no thread state %" PRIu64 ", no Python frame %" PRIu64 ", GIL not held %" PRIu64
 		", missing stack %" PRIu64 ", unknown pid %" PRIu64 ")",
 		sum.written, sum.lost, sum.dropped, c[TB_C_NO_TSTATE], c[TB_C_NO_FRAMES],
-		c[TB_C_FILTERED], st->missing_stack, st->unknown_pid);
+		c[TB_C_FILTERED], st->in.missing_stack, st->in.unknown_pid);
 	tb_info("partial stacks %" PRIu64 ", truncated %" PRIu64 ", frames skipped (not code) %" PRIu64
 		", unreadable code objects %" PRIu64 " in BPF / %" PRIu64 " in userspace"
 		", walks restarted at the caller (eval not set up) %" PRIu64,
 		c[TB_C_READ_FRAME], c[TB_C_TRUNCATED], c[TB_C_BAD_CODE], c[TB_C_READ_CODE],
 		s->sym.failures, c[TB_C_STALE_CFRAME]);
 	tb_info("%" PRIu64 " distinct stacks, %" PRIu64 " code objects read (%.2f%% of lookups cached); %" PRIu64 " samples counted in the kernel; BPF %.0f ns/sample (self-timed, 1 event in 16), %" PRIu64 " frames walked, %" PRIu64 " without a code object read (no code object born since the previous walk)",
-		st->stacks, s->sym.reads, 100 * code_hit_rate(&s->sym), c[TB_C_AGGREGATED],
+		st->in.stacks, s->sym.reads, 100 * code_hit_rate(&s->sym), c[TB_C_AGGREGATED],
 		bpf_ns_per_sample(st), c[TB_C_FRAMES], c[TB_C_CODE_MEMO]);
 	self_rss(&rss, &peak);
 	tb_info("memory: RSS %.1f MiB (peak %.1f MiB); %zu code objects cached, %" PRIu64
 		" evicted unused; %" PRIu64 " compactions",
-		rss / 1024.0, peak / 1024.0, s->sym.codes.len, s->sym.evicted, st->compactions);
+		rss / 1024.0, peak / 1024.0, s->sym.cached, s->sym.evicted, st->in.compactions);
 	if (st->run_cnt)
 		tb_info("kernel BPF stats: %" PRIu64 " runs, %.0f ns/run (all CPUs, all processes)",
 			st->run_cnt, (double)st->run_ns / st->run_cnt);
@@ -173,7 +176,7 @@ FILE *stats_open(const char *path)
 	return f;
 }
 
-void stats_write_json(FILE *f, const struct session *s, uint64_t written)
+void stats_write_json(FILE *f, const struct session_view *s, uint64_t written)
 {
 	const struct session_stats *st = &s->st;
 	const uint64_t *c = st->bpf;
@@ -208,19 +211,19 @@ void stats_write_json(FILE *f, const struct session *s, uint64_t written)
 		" \"scope\": \"%s\", \"task_events\": %d}\n",
 		sum.collected, sum.written, sum.lost,
 		c[TB_C_NO_TSTATE], c[TB_C_NO_FRAMES], c[TB_C_READ_TSTATE], c[TB_C_FILTERED],
-		st->missing_stack, st->unknown_pid,
+		st->in.missing_stack, st->in.unknown_pid,
 		c[TB_C_READ_FRAME], c[TB_C_TRUNCATED], c[TB_C_BAD_CODE], s->sym.failures,
-		c[TB_C_READ_CODE], st->stacks, s->sym.reads, s->sym.lookups, c[TB_C_TSTATE_MISS],
+		c[TB_C_READ_CODE], st->in.stacks, s->sym.reads, s->sym.lookups, c[TB_C_TSTATE_MISS],
 		c[TB_C_STALE_CFRAME], c[TB_C_AGGREGATED], c[TB_C_FRAMES], c[TB_C_CODE_MEMO],
-		c[TB_C_EVENTS], c[TB_C_OFFCPU_WEIGHT], st->offcpu_final, c[TB_C_OFFCPU_LOST],
-		st->offcpu_seeded, st->processes,
+		c[TB_C_EVENTS], c[TB_C_OFFCPU_WEIGHT], st->in.offcpu_final, c[TB_C_OFFCPU_LOST],
+		st->in.offcpu_seeded, st->processes,
 		st->seconds, c[TB_C_EVENTS] / secs, c[TB_C_EVENTS] / secs / (st->ncpus ? st->ncpus : 1),
 		st->ncpus, bpf_ns_per_sample(st), st->run_cnt,
 		st->run_cnt ? (double)st->run_ns / st->run_cnt : 0.0,
-		rss, peak, s->sym.codes.len, s->sym.evicted, code_hit_rate(&s->sym), st->compactions,
+		rss, peak, s->sym.cached, s->sym.evicted, code_hit_rate(&s->sym), st->in.compactions,
 		s->opt->event->name, cli_mode_name(s->opt->mode), s->opt->freq,
 		s->opt->rate_hz, s->opt->tick_every, s->opt->kernel_hz, stats_scope(s),
-		s->sampler.task_events);
+		s->task_events);
 	if (fflush(f))
 		tb_warn("--stats %s: %s", s->opt->stats_path, strerror(errno));
 }

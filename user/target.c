@@ -163,22 +163,14 @@ void target_name_from_cmdline(const char *cmdline, size_t len, char *out, size_t
 
 static void read_name(struct target *t)
 {
-	char path[64], buf[4096];
-	ssize_t n = -1;
-	int fd;
+	char buf[4096];
+	ssize_t n = proc_cmdline(t->pid, buf, sizeof(buf));
 
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", t->pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-	}
 	if (n <= 0) {
 		if (proc_comm(t->pid, 0, t->name, sizeof(t->name)))
 			snprintf(t->name, sizeof(t->name), "pid %d", t->pid);
 		return;
 	}
-	buf[n] = 0;
 	target_name_from_cmdline(buf, (size_t)n, t->name, sizeof(t->name));
 }
 

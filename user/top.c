@@ -251,18 +251,15 @@ static void line(int y, int attr, const char *fmt, ...)
 
 static const char *targets_text(const struct session *s, char *buf, size_t len)
 {
-	const struct target *t = NULL;
-	uint32_t i;
+	struct session_view v;
 
-	for (i = 0; i < s->ntargets; i++)
-		if (s->targets[i] && !s->targets[i]->exited)
-			t = s->targets[i];
-	if (s->opt->all_python)
-		snprintf(buf, len, "all Python processes (%u now)", s->alive);
-	else if (s->alive > 1)
-		snprintf(buf, len, "%u processes", s->alive);
-	else if (t)
-		snprintf(buf, len, "pid %d %s (Python %s)", t->pid, t->name, t->version);
+	session_snapshot(s, &v);
+	if (v.opt->all_python)
+		snprintf(buf, len, "all Python processes (%u now)", v.alive);
+	else if (v.alive > 1)
+		snprintf(buf, len, "%u processes", v.alive);
+	else if (v.live_pid)
+		snprintf(buf, len, "pid %d %s (Python %s)", v.live_pid, v.live_name, v.live_version);
 	else
 		snprintf(buf, len, "no process left");
 	return buf;
@@ -270,7 +267,7 @@ static const char *targets_text(const struct session *s, char *buf, size_t len)
 
 static void draw_header(struct top *t)
 {
-	const struct options *o = t->s->opt;
+	const struct options *o = t->opt;
 	static const char *const modes[] = { "cpu", "wall", "gil" };
 	char who[160], rate[32];
 
@@ -302,7 +299,7 @@ static void amount(char *buf, size_t len, uint64_t n, const struct options *o)
 
 static void draw_rows(struct top *t)
 {
-	const struct options *o = t->s->opt;
+	const struct options *o = t->opt;
 	char self[32], total[32];
 	int y = HEADER_ROWS + 1;
 	size_t i;
@@ -340,7 +337,7 @@ static void key(struct top *t, int ch)
 
 	if (ch == 'q' || ch == 'Q') {
 		t->quit = 1;
-		t->s->stop = STOP_SIGNAL;
+		session_stop(t->s, STOP_SIGNAL);
 		return;
 	}
 	if (ch == 'p' || ch == 'P' || ch == ' ') {
@@ -374,7 +371,7 @@ static void on_key(struct session *s, void *ctx)
 
 	/* Readable with nothing to read: the terminal is gone. */
 	if (!ioctl(STDIN_FILENO, FIONREAD, &pending) && !pending) {
-		s->stop = STOP_SIGNAL;
+		session_stop(s, STOP_SIGNAL);
 		return;
 	}
 	if (read_keys(t) && !t->quit)
@@ -399,12 +396,13 @@ static void on_tick(struct session *s, void *ctx)
 		draw(t);
 }
 
-int top_attach(struct top *t, struct session *s)
+int top_attach(struct top *t, struct session *s, const struct options *o)
 {
 	int err;
 
 	memset(t, 0, sizeof(*t));
 	t->s = s;
+	t->opt = o;
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
 		tb_error("top: %s is not a terminal (run top in a terminal; to record a profile, leave 'top' out)",
 			 isatty(STDIN_FILENO) ? "stdout" : "stdin");
@@ -417,11 +415,8 @@ int top_attach(struct top *t, struct session *s)
 		return TB_EXIT_RUNTIME;
 	}
 	del_curterm(cur_term);
-	s->tick = on_tick;
-	s->tick_ctx = t;
-	s->tick_interval = 0.1;
-	s->extra_fd = STDIN_FILENO;
-	s->on_extra = on_key;
+	session_set_tick(s, on_tick, t, 0.1);
+	session_watch_fd(s, STDIN_FILENO, on_key, t);
 	return 0;
 }
 
@@ -449,7 +444,7 @@ int top_begin(struct top *t)
 
 void top_end(struct top *t)
 {
-	struct session *s = t->s;
+	struct session_view v;
 
 	if (t->screen) {
 		endwin();
@@ -461,6 +456,7 @@ void top_end(struct top *t)
 	t->fn = NULL;
 	t->order = NULL;
 	t->n = 0;
-	if (s->stop == STOP_TARGETS_EXITED)
-		tb_info("top: the profiled process%s exited", s->ntargets > 1 ? "es" : "");
+	session_snapshot(t->s, &v);
+	if (v.stop == STOP_TARGETS_EXITED)
+		tb_info("top: the profiled process%s exited", v.ntargets > 1 ? "es" : "");
 }

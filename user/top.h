@@ -24,6 +24,7 @@ enum top_sort { TOP_WSELF, TOP_WTOTAL, TOP_SELF, TOP_TOTAL, TOP_NR_SORT };
 
 struct top {
 	struct session *s;
+	const struct options *opt;
 	void *screen;		/* SCREEN * while curses is on */
 	struct top_fn *fn;	/* sorted by label */
 	size_t n;
@@ -40,7 +41,7 @@ struct top {
 
 /* Hook t into s (after session_open_targets, before session_start).
  * Returns 0, or an exit code after a one-line message. */
-int top_attach(struct top *t, struct session *s);
+int top_attach(struct top *t, struct session *s, const struct options *o);
 /* Take over the terminal (after session_start). 0 or an exit code. */
 int top_begin(struct top *t);
 /* Give the terminal back; say why it ended if nobody asked for it. */

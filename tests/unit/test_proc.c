@@ -319,10 +319,10 @@ static void test_maps_malformed(void **state)
 
 	(void)state;
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		if (proc_parse_maps_line(bad[i], &m) != -1)
+		if (proc_parse_maps_line(bad[i], &m) != -EINVAL)
 			fail_msg("accepted malformed line %zu: \"%s\"", i, bad[i]);
 	}
-	assert_int_equal(proc_parse_maps_line(NULL, &m), -1);
+	assert_int_equal(proc_parse_maps_line(NULL, &m), -EINVAL);
 }
 
 static void test_maps_long_path(void **state)
@@ -338,7 +338,7 @@ static void test_maps_long_path(void **state)
 	assert_int_equal(proc_parse_maps_line(line, &m), 0);	/* 4095 chars */
 	assert_int_equal(strlen(m.path), sizeof(m.path) - 1);
 	strcat(line, "b");
-	assert_int_equal(proc_parse_maps_line(line, &m), -1);
+	assert_int_equal(proc_parse_maps_line(line, &m), -EINVAL);
 }
 
 /* ---- pyelf on real files ---- */
@@ -776,7 +776,33 @@ static void test_stat_and_comm(void **state)
 	prctl(PR_SET_NAME, old);
 	/* Our start time is after init's. */
 	assert_true(proc_start_time(1) <= t0);
-	assert_int_equal(proc_comm(-1, 0, comm, sizeof(comm)), -1);
+	assert_int_equal(proc_comm(-1, 0, comm, sizeof(comm)), -ESRCH);
+}
+
+/* The one stat parser: comm with ')' and spaces, short and bad lines. */
+static void test_parse_stat(void **state)
+{
+	struct proc_stat st;
+
+	(void)state;
+	assert_int_equal(proc_parse_stat("42 (a) b (c) 1 2) S 7 42 42 0 -1 4194560 1 2 3 4"
+					 " 5 6 7 8 20 0 1 0 123456 99 1\n", &st), 0);
+	assert_int_equal(st.state, 'S');
+	assert_int_equal(st.ppid, 7);
+	assert_int_equal(st.start_time, 123456);
+	/* Cut before field 22: the state and parent still count. */
+	assert_int_equal(proc_parse_stat("9 (x) Z 1 9", &st), 0);
+	assert_int_equal(st.state, 'Z');
+	assert_int_equal(st.ppid, 1);
+	assert_int_equal(st.start_time, 0);
+	assert_int_equal(proc_parse_stat("9 (x)", &st), -EINVAL);
+	assert_int_equal(proc_parse_stat("9 x R 1", &st), -EINVAL);
+	assert_int_equal(proc_parse_stat(NULL, &st), -EINVAL);
+	assert_int_equal(st.state, 0);
+	assert_int_equal(proc_read_stat(getpid(), getpid(), &st), 0);
+	assert_int_equal(st.state, 'R');
+	assert_int_equal(st.ppid, getppid());
+	assert_int_equal(st.start_time, proc_start_time(getpid()));
 }
 
 /* ---- fixtures ---- */
@@ -826,6 +852,7 @@ int main(void)
 		cmocka_unit_test(test_locate_not_python),
 		cmocka_unit_test(test_locate_dead),
 		cmocka_unit_test(test_stat_and_comm),
+		cmocka_unit_test(test_parse_stat),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

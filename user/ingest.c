@@ -1,0 +1,606 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Sample ingest: the ring buffer's sample and stack records, the counts
+ * read from the kernel, samples waiting for their stack, thread names,
+ * off-CPU credit (wall mode), compaction (memory stays flat however long
+ * the run), and the resolved profile at the end. See ingest.h.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "clock.h"
+#include "dump.h"
+#include "errors.h"
+#include "hmap.h"
+#include "ingest.h"
+#include "ksyms.h"
+#include "proc.h"
+#include "pythreads.h"
+
+#define NAMES_EVERY_S	0.2	/* threading's registry: at most this often per process */
+#define NAMES_MAX	4096
+
+struct thread_key {
+	uint32_t target;
+	uint32_t tid;
+};
+
+struct pend_sample {
+	struct agg_key k;
+	uint64_t weight;
+};
+
+struct ingest {
+	const struct options *opt;
+	struct sampler *sampler;
+	struct targets *ts;
+	struct profile prof;
+	struct symbols sym;
+	struct resolved frozen;		/* samples of processes that are gone */
+	struct hmap thread_names;	/* {target, tid} -> char *, NULL until named */
+	struct thread_key *unnamed;	/* threads seen, not named yet */
+	struct pythreads_cache pynames;	/* Thread objects read this compaction period */
+	size_t nunnamed, unnamed_cap;
+	struct hmap limbo;		/* stack ids no sample uses, kept for a thread off CPU */
+	struct pend_sample *pend;	/* samples waiting for their stack */
+	size_t npend, pend_cap;
+	struct kstack_namer kstacks;	/* --kernel frame names */
+	struct ingest_counts cnt;
+};
+
+static const char *thread_name(void *ctx, uint32_t target, uint32_t tid);
+static int kernel_frames(void *ctx, int32_t kstack, const char **names, int max);
+static void new_stack(struct ingest *in, const struct tb_stack *rec);
+static void add_sample(struct ingest *in, uint32_t pid, uint32_t tid, uint64_t stack_id,
+		       uint32_t flags, int32_t kstack, uint64_t weight);
+
+struct ingest *ingest_new(const struct options *o, struct sampler *sampler, struct targets *ts)
+{
+	struct ingest *in = calloc(1, sizeof(*in));
+
+	if (!in)
+		return NULL;
+	in->opt = o;
+	in->sampler = sampler;
+	in->ts = ts;
+	if (profile_init(&in->prof) || symbols_init(&in->sym) ||
+	    hmap_init(&in->thread_names, sizeof(struct thread_key)) ||
+	    pythreads_cache_init(&in->pynames) || resolved_init(&in->frozen) ||
+	    hmap_init(&in->limbo, sizeof(uint64_t))) {
+		ingest_free(in);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return in;
+}
+
+void ingest_free(struct ingest *in)
+{
+	size_t it = 0;
+	void **val;
+
+	if (!in)
+		return;
+	resolved_free(&in->frozen);
+	while (hmap_next(&in->thread_names, &it, NULL, &val))
+		free(*val);
+	hmap_free(&in->thread_names);
+	free(in->unnamed);
+	pythreads_cache_free(&in->pynames);
+	hmap_free(&in->limbo);
+	symbols_free(&in->sym);
+	profile_free(&in->prof);
+	ksyms_free(&in->kstacks.ksyms);
+	free(in->pend);
+	free(in);
+}
+
+const struct ingest_counts *ingest_counts(const struct ingest *in)
+{
+	return &in->cnt;
+}
+
+const struct symbols *ingest_symbols(const struct ingest *in)
+{
+	return &in->sym;
+}
+
+uint64_t ingest_samples(const struct ingest *in)
+{
+	return in->prof.samples;
+}
+
+/* A thread off CPU now: one we must credit ourselves (see seed_offcpu). */
+static int blocked(pid_t pid, uint64_t tid)
+{
+	char st = proc_thread_state(pid, (pid_t)tid);
+
+	return st && st != 'R' && st != 'Z' && st != '?';
+}
+
+/*
+ * Wall mode: a thread blocked since before t became a target does not
+ * leave a CPU (the BPF side's cue) until it wakes, maybe never. Walk its
+ * stack here, as the BPF side would, and enter it in the `offcpu` map as
+ * away since `since`: the BPF side credits it at switch-in, the end of
+ * the run if it never wakes. Threads in another pid namespace are left
+ * to the BPF side: the map is keyed by our tids, the walk gives theirs.
+ */
+void ingest_seed_offcpu(struct ingest *in, struct target *t, uint64_t since)
+{
+	static struct dump_thread th[DUMP_MAX_THREADS];
+	static struct tb_stack rec;
+	uint32_t flags;
+	int n, i;
+
+	if (in->opt->mode != TB_MODE_WALL || t->layout.walk.pidns_ino)
+		return;
+	n = dump_threads(t, th, DUMP_MAX_THREADS);
+	for (i = 0; i < n; i++) {
+		if (!blocked(t->pid, th[i].tid) || dump_stack(t, th[i].tstate, &rec, &flags))
+			continue;
+		if (profile_add_stack(&in->prof, &rec, TB_STACK_HDR_SIZE +
+				      rec.depth * sizeof(rec.frames[0])) > 0) {
+			new_stack(in, &rec);
+			hmap_put(&in->limbo, &rec.stack_id, NULL);	/* no sample uses it yet */
+		}
+		if (sampler_offcpu_seed(in->sampler, (uint32_t)t->pid, (uint32_t)th[i].tid,
+					rec.stack_id, flags, since))
+			continue;
+		/* It woke while we walked, before the entry was in: no switch-in
+		 * will clear it, so it would count as away while it runs. */
+		if (!blocked(t->pid, th[i].tid)) {
+			sampler_offcpu_unseed(in->sampler, (uint32_t)th[i].tid, since);
+			continue;
+		}
+		in->cnt.offcpu_seeded++;
+	}
+}
+
+int ingest_pending_for(const struct ingest *in, uint32_t target)
+{
+	size_t i;
+
+	for (i = 0; i < in->npend; i++)
+		if (in->pend[i].k.target == target)
+			return 1;
+	return 0;
+}
+
+static void resolve_opts_of(struct ingest *in, struct resolve_opts *ro)
+{
+	*ro = (struct resolve_opts){
+		.full_paths = in->opt->full_paths, .threads = in->opt->threads,
+		.line_mode = in->opt->line_mode,
+		.gc_frames = in->opt->gc_frames,
+		/* --pids asks for the pid in a root frame: it needs the frame. */
+		.proc_root = in->opt->all_python || in->opt->subprocesses || in->opt->show_pids,
+		.show_pids = in->opt->show_pids,
+		.thread_name = thread_name, .kernel_frames = kernel_frames, .ctx = in,
+	};
+}
+
+static void forget_threads(struct ingest *in, uint32_t target)
+{
+	struct thread_key *keys = malloc((in->thread_names.len + 1) * sizeof(*keys));
+	const struct thread_key *k;
+	size_t it = 0, n = 0, i;
+
+	if (!keys)
+		return;
+	while (hmap_next(&in->thread_names, &it, (const void **)&k, NULL))
+		if (k->target == target)
+			keys[n++] = *k;
+	for (i = 0; i < n; i++)
+		free(hmap_del(&in->thread_names, &keys[i]));
+	free(keys);
+}
+
+/*
+ * Free the frames of these stacks (no sample uses them), except those a
+ * thread still off CPU names (wall mode): its credit, at switch-in or at
+ * the end, names the stack, and the BPF side sends no frames then. Those
+ * wait in `limbo` for the next compaction. Call only once the BPF side
+ * has been told to send these stacks again, and with no ring buffer read
+ * in between: a thread leaving the CPU since then sends its stack anew.
+ */
+static void release_stacks(struct ingest *in, const uint64_t *ids, size_t n)
+{
+	struct hmap away = {0};
+	int wall = in->opt->mode == TB_MODE_WALL && in->sampler->skel;
+	size_t i;
+
+	if (wall && (hmap_init(&away, sizeof(uint64_t)) ||
+		     sampler_offcpu_away(in->sampler, &away))) {
+		hmap_free(&away);
+		for (i = 0; i < n; i++)
+			hmap_put(&in->limbo, &ids[i], NULL);	/* keep them all */
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		if (wall && hmap_get(&away, &ids[i]) && profile_stack(&in->prof, ids[i])) {
+			hmap_put(&in->limbo, &ids[i], NULL);
+			continue;
+		}
+		hmap_del(&in->limbo, &ids[i]);
+		profile_release(&in->prof, ids[i]);
+	}
+	hmap_free(&away);
+}
+
+/* Compaction: every stack in limbo is looked at again. */
+static void release_limbo(struct ingest *in)
+{
+	uint64_t *ids = malloc((in->limbo.len + 1) * sizeof(*ids));
+	const uint64_t *k;
+	size_t it = 0, n = 0;
+
+	if (!ids)
+		return;
+	while (hmap_next(&in->limbo, &it, (const void **)&k, NULL))
+		ids[n++] = *k;
+	release_stacks(in, ids, n);
+	free(ids);
+}
+
+/*
+ * Move a target's rows into the frozen profile: symbolized now, identical
+ * rows merged. Its stacks and thread names are no longer needed; the BPF
+ * side is told to send a stack's frames again the next time it sees it.
+ */
+static void fold_target(struct ingest *in, struct target *t, int forget_each)
+{
+	struct resolve_opts ro;
+	uint64_t *dead;
+	size_t ndead, i;
+
+	resolve_opts_of(in, &ro);
+	ingest_name_threads(in, 1);
+	if (profile_freeze(&in->prof, t, &in->sym, &ro, &in->frozen, &dead, &ndead))
+		tb_warn("pid %d: out of memory while keeping its samples", t->pid);
+	if (forget_each) {
+		if (in->sampler->skel)
+			sampler_forget_stacks(in->sampler, dead, ndead);
+		release_stacks(in, dead, ndead);
+	} else {
+		/* Compaction: released together once the BPF side forgot all. */
+		for (i = 0; i < ndead; i++)
+			hmap_put(&in->limbo, &dead[i], NULL);
+	}
+	free(dead);
+	forget_threads(in, t->id);
+}
+
+/*
+ * Memory stays bounded however many processes come and go: a finished one's
+ * samples are folded into the frozen profile now and its code objects are
+ * forgotten.
+ */
+void ingest_freeze(struct ingest *in, struct target *t)
+{
+	fold_target(in, t, 1);
+	symbols_forget(&in->sym, t->id);
+	targets_drop(in->ts, t);
+}
+
+static void on_count(void *ctx, const struct tb_count_key *k, uint64_t n)
+{
+	add_sample(ctx, k->pid, k->tid, k->stack_id, k->flags, k->kstack, n);
+}
+
+/*
+ * Bring the samples counted in the kernel into the profile. Called before
+ * a target is ended: its process is gone by then (exit) or no longer
+ * sampled (exec), so none of its samples can count in the map swapped in.
+ */
+void ingest_read_counts(struct ingest *in)
+{
+	sampler_read_counts(in->sampler, on_count, in);
+}
+
+/*
+ * ... and however long a process lives: every COMPACT_S seconds the live
+ * processes are folded too, and code objects unused for a whole period
+ * leave the symbol cache (an LRU by periods). What stays grows only with
+ * what the output itself must hold: distinct rows.
+ */
+void ingest_compact(struct ingest *in)
+{
+	uint32_t i;
+
+	ingest_read_counts(in);
+	/* From now on the BPF side sends every stack's frames again, so a
+	 * sample never names a stack we are about to drop... */
+	sampler_forget_all_stacks(in->sampler);
+	sampler_consume(in->sampler);
+	ingest_flush(in, 0);
+	for (i = 0; i < targets_count(in->ts); i++) {
+		struct target *t = targets_get(in->ts, i);
+
+		if (!t || ingest_pending_for(in, i))
+			continue;	/* a sample still waits for its stack */
+		if (t->exited) {
+			ingest_freeze(in, t);
+			continue;
+		}
+		fold_target(in, t, 0);
+		symbols_evict(&in->sym, t->id);
+	}
+	/* ... including those it sent again while we were folding. */
+	sampler_forget_all_stacks(in->sampler);
+	release_limbo(in);
+	/* Thread names are read again from now on: renames show. */
+	pythreads_cache_free(&in->pynames);
+	if (pythreads_cache_init(&in->pynames))
+		tb_warn("out of memory: thread names are read again for every new thread");
+	symbols_next_epoch(&in->sym);
+	in->cnt.compactions++;
+	tb_debug("compaction %" PRIu64 ": %zu frozen rows, %zu frames; live: %zu rows, %zu stacks, %zu code objects, %zu pending samples",
+		 in->cnt.compactions, in->frozen.nsamples, in->frozen.nframes, in->prof.counts.len,
+		 in->prof.stacks.len, in->sym.codes.len, in->npend);
+}
+
+static int add_pending(struct ingest *in, const struct agg_key *k, uint64_t weight)
+{
+	if (in->npend == in->pend_cap) {
+		size_t cap = in->pend_cap ? in->pend_cap * 2 : 256;
+		struct pend_sample *n = realloc(in->pend, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		in->pend = n;
+		in->pend_cap = cap;
+	}
+	in->pend[in->npend++] = (struct pend_sample){ *k, weight };
+	return 0;
+}
+
+/*
+ * A thread seen for the first time since its process's last compaction:
+ * named later, in one read of threading's registry for all the process's
+ * new threads (name_threads), while it is most likely still alive.
+ */
+static void note_thread(struct ingest *in, const struct agg_key *k)
+{
+	struct thread_key tk = { k->target, k->tid };
+	void **slot;
+	int added;
+
+	slot = hmap_put(&in->thread_names, &tk, &added);
+	if (!slot || !added)
+		return;
+	if (in->nunnamed == in->unnamed_cap) {
+		size_t cap = in->unnamed_cap ? in->unnamed_cap * 2 : 64;
+		struct thread_key *g = realloc(in->unnamed, cap * sizeof(*g));
+
+		if (!g)
+			return;
+		in->unnamed = g;
+		in->unnamed_cap = cap;
+	}
+	in->unnamed[in->nunnamed++] = tk;
+}
+
+/* Name every waiting thread of one target: Python's name, else comm. */
+static void name_target(struct ingest *in, struct target *t, const struct pythread *th, int n)
+{
+	size_t i;
+
+	for (i = 0; i < in->nunnamed; i++) {
+		struct thread_key *k = &in->unnamed[i];
+		const char *py;
+		char comm[32];
+		void **slot;
+
+		if (k->target != t->id)
+			continue;
+		slot = hmap_get(&in->thread_names, k);
+		py = pythreads_find(th, n, k->tid);
+		if (slot && !*slot) {
+			if (py)
+				*slot = strdup(py);
+			else if (!proc_comm(t->pid, (pid_t)k->tid, comm, sizeof(comm)))
+				*slot = strdup(comm);
+		}
+		k->target = UINT32_MAX;	/* done */
+	}
+}
+
+/*
+ * Read the names of threads seen since the last call: one read of
+ * threading._active per process with new threads, at most every
+ * NAMES_EVERY_S unless `force` (before the rows are folded or written).
+ */
+void ingest_name_threads(struct ingest *in, int force)
+{
+	static struct pythread th[NAMES_MAX];
+	double now = mono_now();
+	size_t i, j;
+
+	for (i = 0; i < in->nunnamed; i++) {
+		uint32_t id = in->unnamed[i].target;
+		struct target *t = targets_get(in->ts, id);
+		int n;
+
+		if (!t || (!force && now < t->names_next))
+			continue;
+		n = pythreads_read(t, &in->pynames, th, NAMES_MAX);
+		t->names_next = now + NAMES_EVERY_S;
+		name_target(in, t, th, n > 0 ? n : 0);
+	}
+	for (i = j = 0; i < in->nunnamed; i++) {
+		uint32_t id = in->unnamed[i].target;
+
+		if (targets_get(in->ts, id))
+			in->unnamed[j++] = in->unnamed[i];
+	}
+	in->nunnamed = j;
+}
+
+/* Count a sample whose frames we have; read new code objects right away,
+ * while the process (and the code object) is still alive. */
+static void count_sample(struct ingest *in, const struct agg_key *k, uint64_t weight,
+			 const struct stack_frames *sf)
+{
+	struct target *t = targets_get(in->ts, k->target);
+
+	if (!t) {
+		in->cnt.unknown_pid += weight;	/* frozen before its stack came */
+		return;
+	}
+	if (profile_count(&in->prof, k, weight) != 1)
+		return;
+	symbols_resolve(&in->sym, t, sf->frames, sf->depth);
+	note_thread(in, k);
+}
+
+static void add_sample(struct ingest *in, uint32_t pid, uint32_t tid, uint64_t stack_id,
+		       uint32_t flags, int32_t kstack, uint64_t weight)
+{
+	const struct stack_frames *sf;
+	struct target *t = targets_by_pid(in->ts, pid);
+	struct agg_key k = {0};
+
+	if (!t) {
+		in->cnt.unknown_pid += weight;
+		return;
+	}
+	k.target = t->id;
+	k.tid = tid;
+	k.stack_id = stack_id;
+	k.flags = flags & ~TB_SF_STATUS_KNOWN;
+	k.kstack = in->opt->kernel ? kstack : -1;
+	sf = profile_stack(&in->prof, stack_id);
+	if (!sf) {
+		/* Another CPU's copy of the frames may still be on its way; or
+		 * the BPF side sent this sample just before a compaction told it
+		 * to resend frames: make sure it sends them the next time. */
+		if (in->cnt.compactions &&
+		    !(in->npend && in->pend[in->npend - 1].k.stack_id == stack_id))
+			sampler_forget_stacks(in->sampler, &stack_id, 1);
+		if (add_pending(in, &k, weight))
+			in->cnt.missing_stack += weight;
+		return;
+	}
+	count_sample(in, &k, weight, sf);
+}
+
+/*
+ * Read a new stack's code objects right away: its samples may be counted
+ * in the kernel for a while, and a short-lived code object can be gone by
+ * the time they are read.
+ */
+static void new_stack(struct ingest *in, const struct tb_stack *rec)
+{
+	struct target *t = targets_by_pid(in->ts, rec->pid);
+
+	if (t)
+		symbols_resolve(&in->sym, t, rec->frames, rec->depth);
+}
+
+/* Retry samples that arrived before their stack; `final` gives up on them. */
+void ingest_flush(struct ingest *in, int final)
+{
+	size_t i, j = 0;
+
+	for (i = 0; i < in->npend; i++) {
+		const struct stack_frames *sf = profile_stack(&in->prof, in->pend[i].k.stack_id);
+
+		if (sf)
+			count_sample(in, &in->pend[i].k, in->pend[i].weight, sf);
+		else if (final)
+			in->cnt.missing_stack += in->pend[i].weight;
+		else
+			in->pend[j++] = in->pend[i];
+	}
+	in->npend = j;
+}
+
+/* Wall mode: threads still blocked at the end get their time too. */
+void ingest_credit_offcpu(struct ingest *in, uint64_t end_ns)
+{
+	struct offcpu_left *v;
+	int i, n;
+
+	if (in->opt->mode != TB_MODE_WALL)
+		return;
+	n = sampler_offcpu_left(in->sampler, end_ns, &v);
+	for (i = 0; i < n; i++) {
+		if (!v[i].periods)
+			continue;
+		in->cnt.offcpu_final += v[i].periods;
+		add_sample(in, v[i].pid, v[i].tid, v[i].stack_id, v[i].flags, v[i].kstack,
+			   v[i].periods);
+	}
+	free(v);
+}
+
+static const char *thread_name(void *ctx, uint32_t target, uint32_t tid)
+{
+	struct ingest *in = ctx;
+	struct thread_key k = { target, tid };
+	void **slot = hmap_get(&in->thread_names, &k);
+
+	return slot ? *slot : NULL;
+}
+
+static int kernel_frames(void *ctx, int32_t kstack, const char **names, int max)
+{
+	struct ingest *in = ctx;
+	uint64_t ips[127];
+	int n;
+
+	n = sampler_kstack(in->sampler, kstack, ips, max < 127 ? max : 127);
+	in->kstacks.tick = in->opt->event->tick;
+	return kstack_names(&in->kstacks, ips, n, names);
+}
+
+void ingest_record(struct ingest *in, const void *data, size_t size)
+{
+	const struct tb_sample *smp = data;
+	uint32_t kind;
+	int ret;
+
+	if (size < sizeof(kind)) {
+		in->cnt.bad_records++;
+		return;
+	}
+	memcpy(&kind, data, sizeof(kind));
+	if (kind == TB_REC_SAMPLE && size >= sizeof(struct tb_sample)) {
+		in->cnt.received++;
+		add_sample(in, smp->pid, smp->tid, smp->stack_id, smp->flags, smp->kstack,
+			   smp->weight);
+	} else if (kind == TB_REC_STACK) {
+		in->cnt.stacks++;
+		ret = profile_add_stack(&in->prof, data, size);
+		if (ret < 0)
+			in->cnt.bad_records++;
+		else if (ret > 0)
+			new_stack(in, data);
+	} else {
+		in->cnt.bad_records++;
+	}
+}
+
+int ingest_resolve(struct ingest *in, struct resolved *r)
+{
+	struct resolved meta = *r;	/* what the caller set: event, times */
+	struct resolve_opts ro;
+
+	resolve_opts_of(in, &ro);
+	ingest_name_threads(in, 1);
+	if (resolved_copy(&in->frozen, r))
+		return -ENOMEM;
+	r->event = meta.event;
+	r->mode = meta.mode;
+	r->rate_text = meta.rate_text;
+	r->rate = meta.rate;
+	r->start_unix = meta.start_unix;
+	r->duration_s = meta.duration_s;
+	if (profile_resolve(&in->prof, targets_all(in->ts), targets_count(in->ts),
+			    targets_procs(in->ts), &in->sym, &ro, r))
+		return -ENOMEM;
+	return 0;
+}
