@@ -41,6 +41,8 @@ int output_svg(FILE *out, const struct resolved *r);
 int output_speedscope(FILE *out, const struct resolved *r);
 int output_pprof(FILE *out, const struct resolved *r);
 int output_summary(FILE *out, const struct resolved *r);
+/* heatmap: HTML page, the hottest functions' source lines with their counts. */
+int output_heatmap(FILE *out, const struct resolved *r);
 
 /* The formats, by name; --format or -o's extension picks one. */
 struct writer {

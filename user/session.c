@@ -100,6 +100,9 @@ static int add_target(struct session *s, struct target *t)
 	s->procs[t->id].pid = t->pid;
 	snprintf(s->procs[t->id].version, sizeof(s->procs[t->id].version), "%s", t->version);
 	snprintf(s->procs[t->id].name, sizeof(s->procs[t->id].name), "%s", t->name);
+	s->procs[t->id].cwd[0] = 0;
+	if (t->cwd_len < sizeof(s->procs[t->id].cwd))
+		memcpy(s->procs[t->id].cwd, t->cwd, t->cwd_len + 1);
 	*slot = (void *)(uintptr_t)(t->id + 1);
 	s->alive++;
 	s->st.processes++;

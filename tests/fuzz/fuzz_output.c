@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * Fuzz every writer in user/output/ (collapsed, svg, speedscope, pprof,
- * summary) on a struct resolved built from the input: frame names and
+ * summary, heatmap) on a struct resolved built from the input: frame names and
  * files of any bytes (invalid UTF-8, ';', newlines, '<', '&', quotes; long
  * ones by repetition), odd line numbers, processes with hostile names,
  * deep stacks, huge counts.
@@ -17,6 +17,8 @@
  *  - speedscope: one valid JSON value of valid UTF-8;
  *  - pprof: a gzip stream holding a well-formed protobuf message;
  *  - summary: valid UTF-8, no control characters but newlines;
+ *  - heatmap: a whole HTML page (source files named by frames are opened:
+ *    whatever they hold is escaped like any other text);
  *  - a stream that fails after N bytes makes the writer return -1 with
  *    errno EPIPE (the write's error), never 0, never a crash.
  */
@@ -587,7 +589,8 @@ static void dump(const char *name, const char *out, size_t n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *const names[] = { "collapsed", "svg", "speedscope", "pprof", "summary" };
+	static const char *const names[] = { "collapsed", "svg", "speedscope", "pprof", "summary",
+					      "heatmap" };
 	struct built *b = malloc(sizeof(*b));
 	struct fz f;
 	size_t i, n1, n2;
@@ -612,6 +615,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 2: check_json(o1, n1); break;
 		case 3: check_pprof(o1, n1); break;
 		case 4: check_summary(o1, n1); break;
+		case 5:
+			FUZZ_CHECK(n1 > 16 && !memcmp(o1, "<!DOCTYPE html>\n", 16) &&
+				   !memcmp(o1 + n1 - 8, "</html>\n", 8), "heatmap: not a whole page");
+			break;
 		}
 		if (cut & (1u << i))
 			run_failing(w, b, n1, cut % (n1 + 1));

@@ -11,6 +11,7 @@ static const struct writer writers[] = {
 	  "open it at https://www.speedscope.app" },
 	{ "pprof", ".pb.gz .pprof .pprof.gz", output_pprof, "open it with go tool pprof -http=:" },
 	{ "summary", ".summary .summary.txt", output_summary, NULL },
+	{ "heatmap", ".html .heatmap.html", output_heatmap, "open it in a browser" },
 };
 
 /* py-spy's names for the same formats (py-spy record -f ...). */
