@@ -18,9 +18,11 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 # The interpreters every parametrised test runs against. Adding one is one
@@ -123,6 +125,30 @@ def artifacts():
 
 def art_path(name):
     return os.path.join(artifacts(), name)
+
+def chromium(url, screenshot=None, dump_dom=False, window="1200,600"):
+    """Load url in headless Chromium (scripts/deps.sh installs it): with
+    `screenshot`, a PNG there; with `dump_dom`, the DOM once scripts ran.
+    Returns (stdout text, stderr text: console messages are logged there)."""
+    chrome = shutil.which("chromium") or shutil.which("chromium-browser")
+    check(chrome, "chromium not installed (run scripts/deps.sh)")
+    profile_dir = tempfile.mkdtemp(prefix="tb-chromium-")
+    argv = [chrome, "--headless", "--no-sandbox", "--disable-gpu",
+            "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--no-first-run", "--user-data-dir=" + profile_dir,
+            "--enable-logging=stderr", "--v=0", "--window-size=" + window]
+    argv += ["--screenshot=" + screenshot] if screenshot else []
+    argv += ["--virtual-time-budget=3000", "--dump-dom"] if dump_dom else []
+    try:
+        p = subprocess.run(argv + [url], stdin=subprocess.DEVNULL, capture_output=True,
+                           timeout=90)
+    finally:
+        shutil.rmtree(profile_dir, ignore_errors=True)
+    err = p.stderr.decode("utf-8", "replace")
+    check(p.returncode == 0 and (not screenshot or os.path.isfile(screenshot)),
+          "chromium failed (exit %d): %s" % (p.returncode, err[-400:]))
+    return p.stdout.decode("utf-8", "replace"), err
+
 
 
 def binary():

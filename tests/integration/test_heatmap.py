@@ -12,13 +12,10 @@ import html.parser
 import json
 import os
 import re
-import shutil
 import signal
-import subprocess
-import tempfile
 
-from common import (WORKLOADS, art_path, check, primary_python, run_profiler, start_workload,
-                    timeout)
+from common import (WORKLOADS, art_path, check, chromium, primary_python, run_profiler,
+                    start_workload, timeout)
 
 FREQ = 999
 SECONDS = 2
@@ -60,27 +57,6 @@ class Page(html.parser.HTMLParser):
             self._row["code"] += data
 
 
-def _render(path, query):
-    chrome = shutil.which("chromium") or shutil.which("chromium-browser")
-    check(chrome, "chromium not installed (run scripts/deps.sh)")
-    png = art_path("heatmap.png")
-    profile_dir = tempfile.mkdtemp(prefix="tb-chromium-")
-    argv = [chrome, "--headless", "--no-sandbox", "--disable-gpu",
-            "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--no-first-run", "--user-data-dir=" + profile_dir,
-            "--enable-logging=stderr", "--v=0", "--virtual-time-budget=3000",
-            "--dump-dom", "--window-size=1200,900", "file://" + path + query]
-    shot = argv[:-3] + ["--screenshot=" + png, "--window-size=1200,900", argv[-1]]
-    try:
-        dom = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=90)
-        subprocess.run(shot, stdin=subprocess.DEVNULL, capture_output=True, timeout=90)
-    finally:
-        shutil.rmtree(profile_dir, ignore_errors=True)
-    log = dom.stderr.decode("utf-8", "replace")
-    check(dom.returncode == 0, "chromium failed (exit %d): %s" % (dom.returncode, log[-400:]))
-    return dom.stdout.decode("utf-8", "replace"), log
-
-
 @timeout(150)
 def test_heatmap_lines():
     python = primary_python()
@@ -120,7 +96,9 @@ def test_heatmap_lines():
     dead = [ln for ln in page.links if ln not in page.ids]
     check(page.links and not dead, "function links without a row: %s" % dead[:5])
 
-    dom, log = _render(out, "?by=self")
+    url = "file://" + out + "?by=self"
+    chromium(url, screenshot=art_path("heatmap.png"), window="1200,900")
+    dom, log = chromium(url, dump_dom=True)
     errors = [ln for ln in log.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
     check(not errors, "the page logged errors: %s" % errors[:3])
     check('class="self"' in dom and "colour by total" in dom,
