@@ -76,11 +76,13 @@ unit: $(UNIT_BIN)
 
 integration: tachyon-bpf $(TEST_PROGS)
 	@scripts/real-pythons.sh >/dev/null
+	@scripts/speedscope.sh >/dev/null
 	@scripts/run-integration.sh
 
 # Installs what is missing, builds, runs every test.
 check: deps
 	@scripts/real-pythons.sh >/dev/null
+	@scripts/speedscope.sh >/dev/null
 	@$(MAKE) --no-print-directory all $(UNIT_BIN) $(TEST_PROGS)
 	@scripts/run-tests.sh $(UNIT_BIN)
 
