@@ -13,6 +13,7 @@ CFLAGS	?= -O2 -g
 CFLAGS	+= -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser -Ibpf -I$(OUT)
 LDLIBS	+= $(shell pkg-config --libs libbpf libelf zlib 2>/dev/null || echo -lbpf -lelf -lz)
 LDLIBS	+= $(shell pkg-config --libs ncursesw libcurl 2>/dev/null || echo -lncursesw -ltinfo -lcurl)
+LDLIBS	+= -lm
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	-I$(OUT) -Ibpf -idirafter /usr/include/$(shell uname -m)-linux-gnu
 
@@ -101,11 +102,13 @@ unit: $(UNIT_BIN)
 
 integration: tachyon-bpf $(TEST_PROGS)
 	@scripts/real-pythons.sh >/dev/null
+	@scripts/speedscope.sh >/dev/null
 	@scripts/run-integration.sh
 
 # Installs what is missing, builds, runs every test.
 check: deps
 	@scripts/real-pythons.sh >/dev/null
+	@scripts/speedscope.sh >/dev/null
 	@$(MAKE) --no-print-directory all $(UNIT_BIN) $(TEST_PROGS)
 	@scripts/run-tests.sh $(UNIT_BIN)
 

@@ -155,6 +155,9 @@ int targets_add(struct targets *ts, struct target *t)
 	pr->pid = t->pid;
 	snprintf(pr->version, sizeof(pr->version), "%s", t->version);
 	snprintf(pr->name, sizeof(pr->name), "%s", t->name);
+	pr->cwd[0] = 0;
+	if (t->cwd_len < sizeof(pr->cwd))
+		memcpy(pr->cwd, t->cwd, t->cwd_len + 1);
 	*slot = (void *)(uintptr_t)(t->id + 1);
 	ts->alive++;
 	ts->hooks.added(ts->hooks.ctx, t);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * Fuzz every writer in user/output/ (collapsed, svg, speedscope, pprof,
- * summary) on a struct resolved built from the input: frame names and
+ * summary, heatmap) on a struct resolved built from the input: frame names and
  * files of any bytes (invalid UTF-8, ';', newlines, '<', '&', quotes; long
  * ones by repetition), odd line numbers, processes with hostile names,
  * deep stacks, huge counts.
@@ -20,6 +20,8 @@
  *  - pstats: one marshal dict of (str, int, str) -> (int, int, float,
  *    float, dict of the same keys -> (int, int, float, float)), every str
  *    valid UTF-8 (Python's marshal refuses anything else);
+ *  - heatmap: a whole HTML page (source files named by frames are opened:
+ *    whatever they hold is escaped like any other text);
  *  - a stream that fails after N bytes makes the writer return -EPIPE
  *    (the write's error), never 0, never a crash.
  */
@@ -415,7 +417,7 @@ static void dump(const char *name, const char *out, size_t n)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *const names[] = { "collapsed", "svg", "speedscope", "pprof", "summary",
-					     "pstats" };
+					     "pstats", "heatmap" };
 	struct built *b = malloc(sizeof(*b));
 	struct fz f;
 	size_t i, n1, n2;
@@ -441,6 +443,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 3: check_pprof(o1, n1); break;
 		case 4: check_summary(o1, n1); break;
 		case 5: check_pstats(o1, n1); break;
+		case 6:
+			FUZZ_CHECK(n1 > 16 && !memcmp(o1, "<!DOCTYPE html>\n", 16) &&
+				   !memcmp(o1 + n1 - 8, "</html>\n", 8), "heatmap: not a whole page");
+			break;
 		}
 		if (cut & (1u << i))
 			run_failing(w, b, n1, cut % (n1 + 1));

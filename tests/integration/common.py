@@ -15,13 +15,16 @@ Environment:
 """
 
 import ctypes
+import html.parser
 import json
 import os
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 # The interpreters every parametrised test runs against. Adding one is one
@@ -127,6 +130,104 @@ def artifacts():
 
 def art_path(name):
     return os.path.join(artifacts(), name)
+
+def chromium(url, screenshot=None, dump_dom=False, window="1200,600"):
+    """Load url in headless Chromium (scripts/deps.sh installs it): with
+    `screenshot`, a PNG there; with `dump_dom`, the DOM once scripts ran.
+    Returns (stdout text, stderr text: console messages are logged there)."""
+    chrome = shutil.which("chromium") or shutil.which("chromium-browser")
+    check(chrome, "chromium not installed (run scripts/deps.sh)")
+    profile_dir = tempfile.mkdtemp(prefix="tb-chromium-")
+    argv = [chrome, "--headless", "--no-sandbox", "--disable-gpu",
+            "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--no-first-run", "--user-data-dir=" + profile_dir,
+            "--enable-logging=stderr", "--v=0", "--window-size=" + window]
+    argv += ["--screenshot=" + screenshot] if screenshot else []
+    argv += ["--virtual-time-budget=3000", "--dump-dom"] if dump_dom else []
+    try:
+        p = subprocess.run(argv + [url], stdin=subprocess.DEVNULL, capture_output=True,
+                           timeout=90)
+    finally:
+        shutil.rmtree(profile_dir, ignore_errors=True)
+    err = p.stderr.decode("utf-8", "replace")
+    check(p.returncode == 0 and (not screenshot or os.path.isfile(screenshot)),
+          "chromium failed (exit %d): %s" % (p.returncode, err[-400:]))
+    return p.stdout.decode("utf-8", "replace"), err
+
+class _TableRows(html.parser.HTMLParser):
+    """speedscope's sandwich table: (total text, self text, self bar %, name, file)."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows, self._cells, self._td, self._bar = [], None, None, None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "tr":
+            self._cells = []
+        elif tag == "td" and self._cells is not None:
+            self._td = {"text": "", "title": a.get("title"), "bar": None}
+        elif tag == "div" and self._td is not None:
+            m = re.search(r"width:\s*([\d.]+)%", a.get("style") or "")
+            if m:
+                self._td["bar"] = float(m.group(1))
+
+    def handle_endtag(self, tag):
+        if tag == "td" and self._td is not None and self._cells is not None:
+            self._cells.append(self._td)
+            self._td = None
+        elif tag == "tr" and self._cells is not None:
+            if len(self._cells) == 3 and self._cells[1]["bar"] is not None:
+                c = self._cells
+                self.rows.append({"total": c[0]["text"].strip(), "self": c[1]["text"].strip(),
+                                  "total_pct": c[0]["bar"], "self_pct": c[1]["bar"],
+                                  "name": c[2]["text"].strip(), "file": c[2]["title"]})
+            self._cells = None
+
+    def handle_data(self, data):
+        if self._td is not None:
+            self._td["text"] += data
+
+
+def speedscope_app(path):
+    """Load a profile file into the speedscope web app (scripts/speedscope.sh
+    fetches it) in headless Chromium, served over HTTP as the app requires,
+    sandwich view. Returns (importer line, [rows of its function table, self
+    descending], console log, DOM): the app is the consumer, what it shows
+    is what its users see."""
+    import http.server
+    import threading
+    app = subprocess.run([os.path.join(REPO, "scripts", "speedscope.sh")],
+                         capture_output=True, text=True)
+    check(app.returncode == 0, "speedscope app unavailable: %s" % app.stderr.strip())
+    root = tempfile.mkdtemp(prefix="tb-speedscope-")
+    os.symlink(app.stdout.strip(), os.path.join(root, "app"))
+    name = "profile" + os.path.splitext(path)[1]
+    shutil.copy(path, os.path.join(root, name))
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, directory=root, **kw)
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    base = "http://127.0.0.1:%d/" % srv.server_address[1]
+    try:
+        dom, log = chromium(base + "app/index.html#profileURL=" + base + name +
+                            "&view=sandwich", dump_dom=True, window="1400,2000")
+    finally:
+        srv.shutdown()
+        shutil.rmtree(root, ignore_errors=True)
+    console = [ln for ln in log.splitlines() if "CONSOLE" in ln]
+    imported = [ln for ln in console if "Importing as" in ln]
+    table = _TableRows()
+    table.feed(dom)
+    return (imported[0] if imported else None), table.rows, console, dom
+
+
 
 
 def binary():

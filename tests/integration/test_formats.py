@@ -21,7 +21,8 @@ import tempfile
 import xml.etree.ElementTree as ET
 import zlib
 
-from common import WORKLOADS, art_path, check, fail, run_profiler, start_workload, timeout
+from common import (WORKLOADS, art_path, check, chromium, fail, run_profiler, start_workload,
+                    timeout)
 
 FREQ = 999
 SECONDS = 2
@@ -129,22 +130,8 @@ def _png_pixels(path):
 
 
 def _render(svg_path, query):
-    chrome = shutil.which("chromium") or shutil.which("chromium-browser")
-    check(chrome, "chromium not installed (run scripts/deps.sh)")
     png = art_path("flame.png")
-    profile_dir = tempfile.mkdtemp(prefix="tb-chromium-")
-    argv = [chrome, "--headless", "--no-sandbox", "--disable-gpu",
-            "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--no-first-run", "--user-data-dir=" + profile_dir,
-            "--screenshot=" + png, "--window-size=1200,600",
-            "file://" + svg_path + query]
-    try:
-        p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=90)
-    finally:
-        shutil.rmtree(profile_dir, ignore_errors=True)
-    check(p.returncode == 0 and os.path.isfile(png),
-          "chromium failed (exit %d): %s" % (p.returncode,
-                                             p.stderr.decode("utf-8", "replace")[-400:]))
+    chromium("file://" + svg_path + query, screenshot=png)
     return png
 
 

@@ -276,9 +276,11 @@ static void test_output_extensions(void **state)
 	assert_string_equal(o.writer->name, "collapsed");
 	assert_int_equal(PARSE("-p", "5", "-o", ".hidden"), -1);
 	assert_string_equal(o.writer->name, "collapsed");
-	assert_int_equal(PARSE("-p", "5", "-o", "x.html"), 2);
-	assert_one_line(".html is not the extension of an output format");
-	assert_int_equal(PARSE("-p", "5", "-o", "x.html", "-f", "svg"), -1);
+	assert_int_equal(PARSE("-p", "5", "-o", "x.xml"), 2);
+	assert_one_line(".xml is not the extension of an output format");
+	assert_int_equal(PARSE("-p", "5", "-o", "x.html"), -1);
+	assert_string_equal(o.writer->name, "heatmap");
+	assert_int_equal(PARSE("-p", "5", "-o", "x.xml", "-f", "svg"), -1);
 	assert_string_equal(o.writer->name, "svg");
 	assert_int_equal(PARSE("top", "--bogus"), 2);
 	assert_one_line("(see tachyon-bpf top --help)");

@@ -49,6 +49,9 @@ struct rproc {
 	int32_t pid;
 	char version[32];	/* "3.13.0" */
 	char name[64];		/* script, module or executable */
+	/* Its working directory as it sees it, ending in '/' (file names are
+	 * shortened against it); "" if unknown or longer than this. */
+	char cwd[256];
 };
 
 struct rsample {

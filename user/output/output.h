@@ -47,6 +47,8 @@ int output_pprof(FILE *out, const struct resolved *r);
 int output_summary(FILE *out, const struct resolved *r);
 /* pstats: cProfile's marshal dict, for python3 -m pstats (output/pstats.c). */
 int output_pstats(FILE *out, const struct resolved *r);
+/* heatmap: HTML page, the hottest functions' source lines with their counts. */
+int output_heatmap(FILE *out, const struct resolved *r);
 
 /* The formats, by name; --format or -o's extension picks one. */
 struct writer {

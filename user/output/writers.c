@@ -12,6 +12,7 @@ static const struct writer writers[] = {
 	{ "pprof", ".pb.gz .pprof .pprof.gz", output_pprof, "open it with go tool pprof -http=:" },
 	{ "summary", ".summary .summary.txt", output_summary, NULL },
 	{ "pstats", ".pstats .prof", output_pstats, "read it with python3 -m pstats FILE" },
+	{ "heatmap", ".html .heatmap.html", output_heatmap, "open it in a browser" },
 };
 
 /* py-spy's names for the same formats (py-spy record -f ...). */
