@@ -424,8 +424,8 @@ int sampler_add(struct sampler *s, pid_t pid, const struct tb_walk *w)
 	struct tb_walk v = *w;
 	__u32 key = (__u32)pid;
 
-	v.acked = 1;
-	v.incarnation = ++incarnations;
+	v.reg.acked = 1;
+	v.reg.incarnation = ++incarnations;
 	return bpf_map__update_elem(s->skel->maps.procs, &key, sizeof(key), &v, sizeof(v), BPF_ANY);
 }
 
@@ -481,14 +481,14 @@ int sampler_prog_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt)
 
 int sampler_kstack(struct sampler *s, int32_t id, uint64_t *ips, int max)
 {
-	uint64_t buf[127] = {};
+	uint64_t buf[TB_KSTACK_DEPTH] = {};
 	__u32 key = (__u32)id;
 	int n;
 
 	if (id < 0 || bpf_map__lookup_elem(s->skel->maps.kstacks, &key, sizeof(key),
 					   buf, sizeof(buf), 0))
 		return 0;
-	for (n = 0; n < 127 && n < max && buf[n]; n++)
+	for (n = 0; n < TB_KSTACK_DEPTH && n < max && buf[n]; n++)
 		ips[n] = buf[n];
 	return n;
 }

@@ -112,7 +112,7 @@ static int add_target(struct session *s, struct target *t)
 	tb_debug("pid %d: %s, Python %s", t->pid, t->name, t->version);
 	if (s->start_ns)
 		seed_offcpu(s, t, sampler_now_ns());
-	if (!t->layout.walk.gil_addr) {
+	if (!t->layout.walk.addr.gil_addr) {
 		s->status_pending = 1;
 		s->status_fast_until = mono_now() + STATUS_FAST_S;
 	}
@@ -147,7 +147,7 @@ static void seed_offcpu(struct session *s, struct target *t, uint64_t since)
 	uint32_t flags;
 	int n, i;
 
-	if (s->opt->mode != TB_MODE_WALL || t->layout.walk.pidns_ino)
+	if (s->opt->mode != TB_MODE_WALL || t->layout.walk.addr.pidns_ino)
 		return;
 	n = dump_threads(t, th, DUMP_MAX_THREADS);
 	for (i = 0; i < n; i++) {
@@ -1160,7 +1160,7 @@ static void refresh_targets(struct session *s)
 			continue;
 		if (target_refresh(t))
 			sampler_add(&s->sampler, t->pid, &t->layout.walk);
-		s->status_pending |= !t->layout.walk.gil_addr;
+		s->status_pending |= !t->layout.walk.addr.gil_addr;
 	}
 }
 
@@ -1307,7 +1307,7 @@ static const char *thread_name(void *ctx, uint32_t target, uint32_t tid)
 static int kernel_frames(void *ctx, int32_t kstack, const char **names, int max)
 {
 	struct session *s = ctx;
-	uint64_t ips[127];
+	uint64_t ips[TB_KSTACK_DEPTH];
 	int n, i, j;
 
 	if (!s->ksyms_loaded) {
@@ -1315,7 +1315,7 @@ static int kernel_frames(void *ctx, int32_t kstack, const char **names, int max)
 		if (ksyms_load(&s->ksyms, "/proc/kallsyms"))
 			tb_warn("--kernel: /proc/kallsyms has no addresses; kernel frames show as [unknown]");
 	}
-	n = sampler_kstack(&s->sampler, kstack, ips, max < 127 ? max : 127);
+	n = sampler_kstack(&s->sampler, kstack, ips, max < TB_KSTACK_DEPTH ? max : TB_KSTACK_DEPTH);
 	for (i = 0, j = 0; i < n; i++) {
 		const char *name = ksyms_find(&s->ksyms, ips[i]);
 

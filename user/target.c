@@ -85,10 +85,11 @@ static uint64_t main_interp(const struct target *t)
 	uint64_t interp = 0, next;
 	int i;
 
-	if (remote_read(t->pid, w->runtime_addr + w->rt_interp_head, &interp, sizeof(interp)))
+	if (remote_read(t->pid, w->addr.runtime_addr + w->off.rt_interp_head, &interp,
+			sizeof(interp)))
 		return 0;
 	for (i = 0; interp && i < TB_MAX_INTERPS; i++) {
-		if (remote_read(t->pid, interp + w->interp_next, &next, sizeof(next)))
+		if (remote_read(t->pid, interp + w->off.interp_next, &next, sizeof(next)))
 			return 0;
 		if (!next)
 			return interp;
@@ -106,7 +107,7 @@ static uint64_t main_interp(const struct target *t)
 static void find_status(struct target *t)
 {
 	const struct py_layout *l = &t->layout;
-	struct tb_walk *w = &t->layout.walk;
+	struct tb_addrs *w = &t->layout.walk.addr;
 	uint64_t interp = main_interp(t), gil = 0;
 
 	if (!interp)
@@ -129,12 +130,12 @@ static void find_status(struct target *t)
 
 int target_refresh(struct target *t)
 {
-	uint64_t gil = t->layout.walk.gil_addr;
+	uint64_t gil = t->layout.walk.addr.gil_addr;
 
 	if (gil)
 		return 0;
 	find_status(t);
-	return t->layout.walk.gil_addr != gil;
+	return t->layout.walk.addr.gil_addr != gil;
 }
 
 static const char *base_name(const char *p)
@@ -261,8 +262,8 @@ static void read_pidns(struct target *t)
 		return;
 	if (mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino)
 		return;
-	t->layout.walk.pidns_dev = theirs.st_dev;
-	t->layout.walk.pidns_ino = theirs.st_ino;
+	t->layout.walk.addr.pidns_dev = theirs.st_dev;
+	t->layout.walk.addr.pidns_ino = theirs.st_ino;
 }
 
 static void read_cwd(struct target *t)
@@ -323,8 +324,8 @@ int target_open(pid_t pid, unsigned flags, struct target *t, char *err, size_t e
 	ret = read_layout(t, flags, err, errlen);
 	if (ret)
 		return ret;
-	t->layout.walk.runtime_addr = t->loc.runtime_addr;
-	t->layout.walk.code_type_addr = t->loc.code_type_addr;
+	t->layout.walk.addr.runtime_addr = t->loc.runtime_addr;
+	t->layout.walk.addr.code_type_addr = t->loc.code_type_addr;
 	find_status(t);
 	t->start_time = proc_start_time(pid);
 	t->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
