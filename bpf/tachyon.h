@@ -4,8 +4,11 @@
  *
  * Everything that crosses the boundary between bpf/tachyon.bpf.c and user/
  * is defined here and nowhere else: the per-process walk layout that
- * userspace writes into the `procs` map, the records the BPF program pushes
- * into the ring buffer, flag bits and the error counters.
+ * userspace writes into the `procs` map (with the version's feature bits),
+ * the records the BPF program pushes into the ring buffer and the maps'
+ * values userspace reads, flag bits, limits and the error counters; each
+ * record's size and offsets are asserted at the end. How a walk reads the
+ * layout is in bpf/pywalk.h.
  */
 #ifndef TACHYON_H
 #define TACHYON_H
