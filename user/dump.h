@@ -2,9 +2,10 @@
 /*
  * tachyon-bpf dump: every thread's Python stack, once, like py-spy dump.
  * All in userspace: the interpreter's thread list and each thread's frame
- * chain are read with process_vm_readv, following the same layout (and
- * the same rules: shim frames skipped, sentinel frame, tag bits, cframe
- * hop) as the BPF walker; symbols.c names the code objects.
+ * chain are read with process_vm_readv and walked by the BPF walker's own
+ * rules (bpf/pywalk.h: bounds, checks, [partial] ends, stack ids), so a
+ * thread's dump is what a sample of it would record; symbols.c names the
+ * code objects.
  */
 #ifndef TB_DUMP_H
 #define TB_DUMP_H

@@ -119,8 +119,11 @@ static uint8_t *make_frame(uint64_t addr, uint64_t prev, uint64_t code, int64_t 
 	return f;
 }
 
+/* What the walk recorded, leaf first. */
+static struct tb_frame out[8];
+
 /* The walk as user/dump.c drives it, over the fake address space. */
-static struct tb_chain walk(const struct tb_walk *w, uint64_t tstate, struct tb_frame *out)
+static struct tb_chain walk(const struct tb_walk *w, uint64_t tstate)
 {
 	uint8_t ts[TB_READ_MAX + 8], fr[TB_READ_MAX + 8], co[TB_READ_MAX + 8];
 	struct tb_chain ch;
@@ -188,6 +191,16 @@ static void make_thread(uint64_t frame, uint64_t prev_frame)
 		put64(cf, 8, 0x2100);
 		put64(region_at(0x2100), 0, prev_frame);
 	}
+}
+
+/* thread -> leaf (0x4100) -> caller (0x4000) -> entry shim (0x3f00) */
+static void chain3(uint64_t leaf_code, int64_t leaf_instr, uint64_t caller_code,
+		   int64_t caller_instr)
+{
+	make_thread(0x4100, 0);
+	make_frame(0x4100, 0x4000, leaf_code, leaf_instr, 0);
+	make_frame(0x4000, 0x3f00, caller_code, caller_instr, 0);
+	make_frame(0x3f00, 0, 0x7200, 0, 3);
 }
 
 static int reset(void **state)
@@ -500,17 +513,13 @@ static void test_code_gen(void **state)
 static void test_walk_complete(void **state)
 {
 	struct tb_walk w = layout312();
-	struct tb_frame out[8];
 	struct tb_chain ch;
 
 	(void)state;
 	make_code(0x7000, 11, 20);
 	make_code(0x7100, 22, 32);
-	make_thread(0x4100, 0);
-	make_frame(0x4100, 0x4000, 0x7000, 4, 0);
-	make_frame(0x4000, 0x3f00, 0x7100, 9, 0);
-	make_frame(0x3f00, 0, 0x7200, 0, 3);
-	ch = walk(&w, 0x1000, out);
+	chain3(0x7000, 4, 0x7100, 9);
+	ch = walk(&w, 0x1000);
 	assert_int_equal(ch.depth, 2);
 	assert_int_equal(ch.flags, 0);
 	assert_int_equal(out[0].fp, 11);
@@ -524,14 +533,13 @@ static void test_walk_complete(void **state)
 static void test_walk_ends_early(void **state)
 {
 	struct tb_walk w = layout312();
-	struct tb_frame out[8];
 	struct tb_chain ch;
 
 	(void)state;
 	make_code(0x7000, 11, 20);
 	make_thread(0x4100, 0);
 	make_frame(0x4100, 0, 0x7000, 4, 0);
-	ch = walk(&w, 0x1000, out);
+	ch = walk(&w, 0x1000);
 	assert_int_equal(ch.depth, 1);
 	assert_int_equal(ch.flags, TB_SF_PARTIAL);
 }
@@ -541,26 +549,19 @@ static void test_walk_ends_early(void **state)
 static void test_walk_unreadable_code(void **state)
 {
 	struct tb_walk w = layout312();
-	struct tb_frame out[8];
 	struct tb_chain ch;
 
 	(void)state;
 	make_code(0x7000, 11, 20);
-	make_thread(0x4100, 0);
-	make_frame(0x4100, 0x4000, 0x7000, 4, 0);
-	make_frame(0x4000, 0x3f00, 0x6660000, 9, 0);	/* nothing there */
-	make_frame(0x3f00, 0, 0x7200, 0, 3);
-	ch = walk(&w, 0x1000, out);
+	chain3(0x7000, 4, 0x6660000, 9);	/* nothing at the caller's */
+	ch = walk(&w, 0x1000);
 	assert_int_equal(ch.depth, 1);
 	assert_int_equal(ch.flags, TB_SF_PARTIAL);
 
 	nmem = 0;
 	make_code(0x7100, 22, 32);
-	make_thread(0x4100, 0);
-	make_frame(0x4100, 0x4000, 0x6660000, 4, 0);	/* a leaf being built */
-	make_frame(0x4000, 0x3f00, 0x7100, 9, 0);
-	make_frame(0x3f00, 0, 0x7200, 0, 3);
-	ch = walk(&w, 0x1000, out);
+	chain3(0x6660000, 4, 0x7100, 9);	/* a leaf being built */
+	ch = walk(&w, 0x1000);
 	assert_int_equal(ch.depth, 1);
 	assert_int_equal(out[0].code, 0x7100);
 	assert_int_equal(ch.flags, 0);
@@ -571,17 +572,13 @@ static void test_walk_unreadable_code(void **state)
 static void test_walk_adjacency(void **state)
 {
 	struct tb_walk w = layout312();
-	struct tb_frame out[8];
 	struct tb_chain ch;
 
 	(void)state;
 	make_code(0x7000, 11, 20);
-	make_code(0x7100, 22, 32);	/* caller frames: 32 words = 256 bytes */
-	make_thread(0x4100, 0);
-	make_frame(0x4100, 0x4000, 0x7000, -1, 0);
-	make_frame(0x4000, 0x3f00, 0x7100, 9, 0);	/* 0x4000 + 256 = 0x4100 */
-	make_frame(0x3f00, 0, 0x7200, 0, 3);
-	ch = walk(&w, 0x1000, out);
+	make_code(0x7100, 22, 32);	/* caller frames: 32 words, 0x4000 + 256 = 0x4100 */
+	chain3(0x7000, -1, 0x7100, 9);
+	ch = walk(&w, 0x1000);
 	assert_int_equal(ch.depth, 2);
 	assert_int_equal(ch.flags, 0);
 	assert_int_equal(out[0].instr, -1);
@@ -589,11 +586,8 @@ static void test_walk_adjacency(void **state)
 	nmem = 0;
 	make_code(0x7000, 11, 20);
 	make_code(0x7100, 22, 16);	/* 128 bytes: ends at 0x4080, not 0x4100 */
-	make_thread(0x4100, 0);
-	make_frame(0x4100, 0x4000, 0x7000, -1, 0);
-	make_frame(0x4000, 0x3f00, 0x7100, 9, 0);
-	make_frame(0x3f00, 0, 0x7200, 0, 3);
-	ch = walk(&w, 0x1000, out);
+	chain3(0x7000, -1, 0x7100, 9);
+	ch = walk(&w, 0x1000);
 	assert_int_equal(ch.depth, 1);
 	assert_int_equal(ch.flags, TB_SF_PARTIAL);
 }
@@ -603,7 +597,6 @@ static void test_walk_adjacency(void **state)
 static void test_walk_instr_out_of_bounds(void **state)
 {
 	struct tb_walk w = layout312();
-	struct tb_frame out[8];
 	struct tb_chain ch;
 
 	(void)state;
@@ -616,7 +609,7 @@ static void test_walk_instr_out_of_bounds(void **state)
 	make_frame(0x4000, 0x3f00, 0x7100, (int64_t)TB_CODE_UNITS_MAX + 5, 0);
 	make_frame(0x3f00, 0x3e00, 0x7400, (int64_t)1 << 40, 0);
 	make_frame(0x3e00, 0, 0x7200, 0, 3);
-	ch = walk(&w, 0x1000, out);
+	ch = walk(&w, 0x1000);
 	assert_int_equal(ch.depth, 2);
 	assert_int_equal(out[1].instr, -1);
 	assert_int_equal(out[1].fp, 22);
@@ -628,7 +621,6 @@ static void test_walk_instr_out_of_bounds(void **state)
 static void test_walk_entry_misplaced(void **state)
 {
 	struct tb_walk w = layout312();
-	struct tb_frame out[8];
 	struct tb_chain ch;
 
 	(void)state;
@@ -641,7 +633,7 @@ static void test_walk_entry_misplaced(void **state)
 	make_frame(0x4000, 0, 0x7100, 9, 0);
 	make_frame(0x5000, 0x4f00, 0x7300, 2, 0);	/* the live one */
 	make_frame(0x4f00, 0, 0x7200, 0, 3);
-	ch = walk(&w, 0x1000, out);
+	ch = walk(&w, 0x1000);
 	assert_int_equal(ch.depth, 1);
 	assert_int_equal(out[0].code, 0x7300);
 	assert_int_equal(ch.flags, 0);
@@ -651,7 +643,6 @@ static void test_walk_entry_misplaced(void **state)
 static void test_walk_sentinel(void **state)
 {
 	struct tb_walk w = layout315();
-	struct tb_frame out[8];
 	struct tb_chain ch;
 	uint8_t *ts;
 
@@ -664,7 +655,7 @@ static void test_walk_sentinel(void **state)
 	make_frame(0x4080, 0x4000, 0x7200, 0, 3);	/* shim */
 	make_frame(0x4000, 0x3f00, 0x7100, 1, 0);
 	make_frame(0x3f00, 0x1, 0x7200, 0, 4);	/* sentinel, its link ignored */
-	ch = walk(&w, 0x1000, out);
+	ch = walk(&w, 0x1000);
 	assert_int_equal(ch.depth, 2);
 	assert_int_equal(out[0].code, 0x7000);
 	assert_int_equal(ch.flags, 0);
