@@ -35,13 +35,13 @@ int dump_threads(const struct target *t, struct dump_thread *out, int max)
 
 	if (remote_read(t->pid, w->addr.runtime_addr + w->off.rt_interp_head, &interp,
 			sizeof(interp)))
-		return -1;
+		return -errno;
 	for (i = 0; i < TB_MAX_INTERPS && interp; i++) {
 		if (remote_read(t->pid, interp + w->off.interp_threads_head, &tstate, sizeof(tstate)))
-			return -1;
+			return -errno;
 		for (j = 0; j < TB_MAX_THREADS && tstate && n < max; j++) {
 			if (read_obj(t->pid, tstate, ts, w->off.ts_read))
-				return -1;
+				return -errno;
 			out[n].tstate = tstate;
 			out[n].tid = tb_ts_tid(w, ts);
 			n++;
@@ -238,7 +238,7 @@ int dump_stack(const struct target *t, uint64_t tstate, struct tb_stack *rec, ui
 	walk_thread(t, tstate, &st);
 	*flags = (st.partial ? TB_SF_PARTIAL : 0) | (st.truncated ? TB_SF_TRUNCATED : 0);
 	if (!st.depth)
-		return -1;
+		return -ENOENT;
 	rec->kind = TB_REC_STACK;
 	rec->depth = st.depth;
 	rec->stack_id = st.id;	/* the id the BPF side gives the same frames */
@@ -317,7 +317,7 @@ static void dump_one(struct dump_run *d, pid_t pid, int optional)
 	if (n <= 0) {
 		if (n < 0)
 			tb_error("pid %d: cannot read the interpreter's thread list: %s (is the process exiting?)",
-				 pid, strerror(errno));
+				 pid, strerror(-n));
 		else
 			tb_error("pid %d: the interpreter has no threads yet (try again once it has started)",
 				 pid);

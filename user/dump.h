@@ -25,12 +25,12 @@ struct dump_thread {
 
 /* Dump every process of o->pids to stdout. Returns the exit code. */
 int dump_main(const struct options *o);
-/* Every thread of every interpreter, in list order (newest first); -1 on error. */
+/* Every thread of every interpreter, in list order (newest first); a negative errno on error. */
 int dump_threads(const struct target *t, struct dump_thread *out, int max);
 /*
  * The stack of thread state `tstate` as the BPF walker records it: frames
  * leaf first, stack_id as the BPF side computes it; *flags gets
- * TB_SF_PARTIAL and TB_SF_TRUNCATED. -1 if it has no Python frame.
+ * TB_SF_PARTIAL and TB_SF_TRUNCATED. -ENOENT if it has no Python frame.
  */
 int dump_stack(const struct target *t, uint64_t tstate, struct tb_stack *rec, uint32_t *flags);
 
