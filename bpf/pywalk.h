@@ -20,7 +20,7 @@
  *		TB_STEP_PYTHON: read its code object (tb_code_checked() says how
  *			much, tb_code_parse() takes it in), then tb_chain_push(), or
  *			tb_chain_bad_frame() if the code or tb_chain_linked() failed;
- *		TB_STEP_END stops; after TB_STEP_NEXT, if tb_entry_due(), read
+ *		TB_STEP_END stops; after TB_STEP_SHIM or _NEXT, if tb_entry_due(), read
  *		tb_entry_expect_addr() and tb_chain_restart() if misplaced.
  *	}
  *	stack id: tb_chain_id(&ch)
@@ -168,7 +168,8 @@ struct tb_chain {
 
 /* What to do after a frame. */
 enum tb_step {
-	TB_STEP_NEXT,		/* go on at ch->frame (tb_entry_due may apply) */
+	TB_STEP_NEXT,		/* recorded; go on at ch->frame (tb_entry_due may apply) */
+	TB_STEP_SHIM,		/* a shim skipped; go on at ch->frame (tb_entry_due may apply) */
 	TB_STEP_SKIP,		/* go on at ch->frame, nothing else */
 	TB_STEP_END,		/* the walk is over; ch->flags say how */
 	TB_STEP_PYTHON,		/* a Python frame: its code object is wanted */
@@ -281,7 +282,7 @@ TB_INLINE int tb_chain_frame(const struct tb_walk *w, struct tb_chain *ch, const
 		return TB_STEP_END;
 	case TB_FRAME_SHIM:
 		ch->check_next = 0;	/* called from C: the link was set first */
-		return TB_STEP_NEXT;
+		return TB_STEP_SHIM;
 	}
 	return TB_STEP_PYTHON;
 }
@@ -443,14 +444,13 @@ TB_INLINE int tb_chain_bad_frame(struct tb_chain *ch, __u32 i)
  * often a dead frame whose chain still looks complete. Every eval links its
  * first frame to the caller's current_frame, so the first entry frame of a
  * live chain (a shim, or with TB_F_ENTRY_FLAG a Python frame) points
- * exactly where cframe->previous->current_frame does. Due after a frame
- * that returned TB_STEP_NEXT.
+ * exactly where cframe->previous->current_frame does. Due after a shim
+ * or a recorded frame (`step`, TB_STEP_SHIM or TB_STEP_NEXT).
  */
-TB_INLINE int tb_entry_due(const struct tb_walk *w, const struct tb_chain *ch, const __u8 *fr)
+TB_INLINE int tb_entry_due(const struct tb_walk *w, const struct tb_chain *ch, const __u8 *fr,
+			   int step)
 {
-	return ch->check_entry &&
-	       (tb_frame_kind(w, tb_ld8(fr, w->off.fr_owner)) == TB_FRAME_SHIM ||
-		tb_frame_is_entry(w, fr));
+	return ch->check_entry && (step == TB_STEP_SHIM || tb_frame_is_entry(w, fr));
 }
 
 /* Where to read (8 bytes) the frame the chain must go on at; 0: at none,

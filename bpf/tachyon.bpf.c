@@ -651,7 +651,7 @@ static long walk_step(__u32 i, void *arg)
 		step = record_frame(c, frame, fr, i);
 	if (step == TB_STEP_END)
 		return 1;
-	if (step == TB_STEP_NEXT && tb_entry_due(L, &c->ch, fr))
+	if (step != TB_STEP_SKIP && tb_entry_due(L, &c->ch, fr, step))
 		check_entry(c);
 	return 0;
 }

@@ -137,7 +137,7 @@ static void walk_chain(const struct target *t, struct tb_chain *ch, struct stack
 			step = record_frame(t, ch, st, frame, fr, i);
 		if (step == TB_STEP_END)
 			break;
-		if (step == TB_STEP_NEXT && tb_entry_due(w, ch, fr))
+		if (step != TB_STEP_SKIP && tb_entry_due(w, ch, fr, step))
 			check_entry(t, ch);
 	}
 }

@@ -162,7 +162,7 @@ static struct tb_chain walk(const struct tb_walk *w, uint64_t tstate)
 		}
 		if (step == TB_STEP_END)
 			break;
-		if (step == TB_STEP_NEXT && tb_entry_due(w, &ch, fr)) {
+		if (step != TB_STEP_SKIP && tb_entry_due(w, &ch, fr, step)) {
 			uint64_t at = tb_entry_expect_addr(w, &ch);
 
 			expect = 0;
@@ -327,7 +327,7 @@ static void test_frame_kind(void **state)
 	tb_chain_init(&ch);
 	ch.check_next = 1;
 	fr[70] = 3;
-	assert_int_equal(tb_chain_frame(&w, &ch, fr), TB_STEP_NEXT);
+	assert_int_equal(tb_chain_frame(&w, &ch, fr), TB_STEP_SHIM);
 	assert_int_equal(ch.frame, 0x4000);
 	assert_int_equal(ch.check_next, 0);
 	assert_int_equal(ch.bottom_ok, 1);
