@@ -12,7 +12,8 @@
  *
  *	tb_chain_init(&ch);
  *	read the thread state (ts_read bytes): ch.flags |= tb_ts_flags(w, ts);
- *	ch.frame = tb_ts_frame(w, ts), or through the cframe (tb_chain_cframe)
+ *	ch.frame = tb_ts_frame(w, ts), or through the cframe (tb_chain_cframe);
+ *	0: the thread runs no Python code, there is nothing to walk
  *	for (i = 0; i < 2 * TB_MAX_DEPTH && !tb_chain_done(&ch); i++) {
  *		read fr_read bytes at ch.frame (tb_frame_addr_ok), else
  *		tb_chain_broken() and stop;
