@@ -46,13 +46,13 @@ $(OUT)/vmlinux.h: | $(OUT)
 		cp vmlinux/vmlinux.h $@; \
 	fi
 
-$(OUT)/tachyon.bpf.o: bpf/tachyon.bpf.c bpf/tachyon.h $(OUT)/vmlinux.h
+$(OUT)/tachyon.bpf.o: bpf/tachyon.bpf.c bpf/tachyon.h bpf/pywalk.h $(OUT)/vmlinux.h
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 $(OUT)/tachyon.skel.h: $(OUT)/tachyon.bpf.o
 	$(BPFTOOL) gen skeleton $< name tachyon_bpf > $@
 
-$(OUT)/user/%.o: user/%.c $(wildcard user/*.h user/output/*.h) bpf/tachyon.h
+$(OUT)/user/%.o: user/%.c $(wildcard user/*.h user/output/*.h) bpf/tachyon.h bpf/pywalk.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 

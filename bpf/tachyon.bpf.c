@@ -27,6 +27,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "tachyon.h"
+#include "pywalk.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -126,7 +127,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
 	__uint(max_entries, 1);		/* sized by userspace when --kernel */
 	__type(key, __u32);
-	__uint(value_size, 127 * sizeof(__u64));
+	__uint(value_size, TB_KSTACK_DEPTH * sizeof(__u64));
 } kstacks SEC(".maps");
 
 /* Wall mode: where a thread was when it left the CPU (see tachyon.h). */
@@ -137,7 +138,6 @@ struct {
 	__type(value, struct tb_offcpu);
 } offcpu SEC(".maps");
 
-#define BUF_MASK (TB_READ_MAX - 1)
 #define EFAULT 14
 
 /*
@@ -221,13 +221,6 @@ struct {
 } scratch SEC(".maps");
 
 
-/* A code object as the walk checked it. */
-struct code_seen {
-	__u64 addr;		/* 0 = none yet */
-	__u32 fp;		/* its fingerprint */
-	__u32 words;		/* its frames' size in words (caller_adjacent) */
-};
-
 /* What s->win holds: [base, base + len) of the thread's memory. */
 struct window {
 	__u64 base;
@@ -249,20 +242,10 @@ struct memo_cursor {
 struct walk_ctx {
 	struct scratch *s;
 	__u64 *cnt;
-	__u64 frame;
-	__u64 hash;
 	__u64 tstate;
-	__u32 depth;
-	__u32 flags;
-	__u32 bottom_ok;	/* the last frame seen may end a chain */
-	__u32 check_next;	/* the leaf had not started: vouch for its caller */
-	__u64 leaf;		/* that leaf's address */
-	__u64 cframe_prev;	/* 3.11/3.12: tstate->cframe->previous */
-	__u32 check_entry;	/* the first entry frame is still to be vouched for */
-	__u32 pad;
-	struct code_seen code;	/* the code object of the last frame recorded */
-	struct window w;	/* the frame stack bytes in s->win */
 	__u64 interp;		/* the thread's PyInterpreterState */
+	struct tb_chain ch;	/* the walk, by the rules of pywalk.h */
+	struct window w;	/* the frame stack bytes in s->win */
 	struct memo_cursor m;
 };
 
@@ -276,42 +259,17 @@ struct find_ctx {
 };
 
 /*
- * Fields are read out of byte arrays. Cast as `*(__u64 *)&buf[i]`, clang
- * takes the array element's alignment (1), and the BPF backend splits each
- * load into 8 byte loads and 14 shifts and ors: three such fields per frame
- * were a fifth of a 3.11 walk. The fields are naturally aligned at aligned
- * bases (the reads start at object and frame addresses), so the offsets are
- * masked to their alignment, which makes the assumption true by
- * construction, and each field is one load.
+ * Fields are read out of byte arrays with pywalk.h's loads (one load per
+ * field: three byte-wise loads per frame were a fifth of a 3.11 walk).
+ * The current frame's bytes, in the window (fo is a multiple of 8):
  */
-static __always_inline __u64 ld64(const __u8 *p)
+static __always_inline const __u8 *frame_buf(struct walk_ctx *c)
 {
-	return *(const __u64 *)__builtin_assume_aligned(p, 8);
-}
-
-static __always_inline __u64 get_u64(struct scratch *s, __u32 off)
-{
-	return ld64(&s->buf[off & BUF_MASK & ~7U]);
-}
-
-static __always_inline __u32 get_u32(struct scratch *s, __u32 off)
-{
-	return *(const __u32 *)__builtin_assume_aligned(&s->buf[off & BUF_MASK & ~3U], 4);
-}
-
-/* A field of the current frame, from the window (fo is a multiple of 8). */
-static __always_inline __u64 fr_u64(struct walk_ctx *c, __u32 off)
-{
-	return ld64(&c->s->win[(c->w.fo & (WIN - 8)) + (off & (TB_READ_MAX - 8))]);
-}
-
-static __always_inline __u8 fr_u8(struct walk_ctx *c, __u32 off)
-{
-	return c->s->win[(c->w.fo & (WIN - 1)) + (off & (TB_READ_MAX - 1))];
+	return &c->s->win[c->w.fo & (WIN - 8)];
 }
 
 /*
- * Make the frame's first fr_read bytes readable with fr_u64(): from the
+ * Make the frame's first fr_read bytes readable at frame_buf(): from the
  * window when it holds them (a caller on the leaf's page), else with a new
  * window. Returns 0, or -1 if the frame cannot be read. A global function:
  * the verifier checks it once rather than on every path of the walk.
@@ -320,10 +278,9 @@ __noinline int frame_bytes(struct scratch *s, struct window *w, __u64 frame)
 {
 	__u64 need, end, start, size;
 
-	/* A frame holds pointers: an unaligned one is no frame. */
-	if (!s || !w || (frame & 7))
+	if (!s || !w || !tb_frame_addr_ok(frame))
 		return -1;
-	need = s->walk.fr_read;
+	need = s->walk.off.fr_read;
 	end = frame + need;
 	if (frame >= w->base && end <= w->base + w->len) {
 		w->fo = frame - w->base;
@@ -363,22 +320,10 @@ static __always_inline void count(__u64 *cnt, int idx)
 		cnt[idx]++;
 }
 
-/*
- * Of the thread state whose bytes are in s->buf: 0 if it is not tid's,
- * 1 if it is tid's and the one tid runs (or the version cannot tell), 2 if
- * it is tid's but detached. A thread has one thread state per interpreter
- * it has entered; the one it runs has _status.active set (as has no other
- * of the same thread), and so has a thread that released the GIL none.
- */
+/* Of the thread state whose bytes are in s->buf: tb_ts_owner(). */
 static __always_inline int ts_owner(struct scratch *s, __u32 tid)
 {
-	struct tb_walk *L = &s->walk;
-
-	if (get_u64(s, L->ts_native_tid) != tid)
-		return 0;
-	if (L->ts_status == TB_NO_OFFSET || (get_u32(s, L->ts_status) & TB_TS_ACTIVE))
-		return 1;
-	return 2;
+	return tb_ts_owner(&s->walk, s->buf, tid);
 }
 
 /* One step of the thread list: does this PyThreadState belong to tid? */
@@ -391,7 +336,7 @@ static long find_step(__u32 i, void *arg)
 
 	if (!f->ts)
 		return 1;
-	if (read_into(s, L->ts_read, f->ts)) {
+	if (read_into(s, L->off.ts_read, f->ts)) {
 		f->err = 1;
 		return 1;
 	}
@@ -400,7 +345,7 @@ static long find_step(__u32 i, void *arg)
 		f->found = f->ts;
 		return 1;
 	}
-	f->ts = get_u64(s, L->ts_next);
+	f->ts = tb_ts_next(L, s->buf);
 	return 0;
 }
 
@@ -410,8 +355,9 @@ static __always_inline int several_interps(struct tb_walk *L)
 {
 	__u64 head = 0, next = 0;
 
-	if (bpf_probe_read_user(&head, sizeof(head), (void *)(L->runtime_addr + L->rt_interp_head)) ||
-	    !head || bpf_probe_read_user(&next, sizeof(next), (void *)(head + L->interp_next)))
+	if (bpf_probe_read_user(&head, sizeof(head),
+				(void *)(L->addr.runtime_addr + L->off.rt_interp_head)) ||
+	    !head || bpf_probe_read_user(&next, sizeof(next), (void *)(head + L->off.interp_next)))
 		return 0;
 	return next != 0;
 }
@@ -421,9 +367,9 @@ static __always_inline __u32 ns_tid(struct tb_walk *L, __u32 tid)
 {
 	struct bpf_pidns_info ns = {};
 
-	if (!L->pidns_ino)
+	if (!L->addr.pidns_ino)
 		return tid;
-	if (bpf_get_ns_current_pid_tgid(L->pidns_dev, L->pidns_ino, &ns, sizeof(ns)))
+	if (bpf_get_ns_current_pid_tgid(L->addr.pidns_dev, L->addr.pidns_ino, &ns, sizeof(ns)))
 		return 0;
 	return ns.pid;
 }
@@ -437,11 +383,11 @@ static __always_inline int ts_cached(struct scratch *s, __u64 id, __u32 gtid, __
 	int m;
 
 	*ts = s->last_id == id ? s->last_tstate : 0;
-	if (*ts && !read_into(s, L->ts_read, *ts) && (m = ts_owner(s, tid)))
+	if (*ts && !read_into(s, L->off.ts_read, *ts) && (m = ts_owner(s, tid)))
 		return m;
 	cached = bpf_map_lookup_elem(&tstates, &gtid);
 	*ts = cached ? *cached : 0;
-	if (*ts && !read_into(s, L->ts_read, *ts))
+	if (*ts && !read_into(s, L->off.ts_read, *ts))
 		return ts_owner(s, tid);
 	return 0;
 }
@@ -475,17 +421,17 @@ __noinline __u64 search_tstate(struct scratch *s, __u32 tid, int want)
 		return 0;
 	L = &s->walk;
 	if (bpf_probe_read_user(&interp, sizeof(interp),
-				(void *)(L->runtime_addr + L->rt_interp_head)))
+				(void *)(L->addr.runtime_addr + L->off.rt_interp_head)))
 		return 0;
 	for (i = 0; i < TB_MAX_INTERPS && interp; i++) {
 		if (bpf_probe_read_user(&f.ts, sizeof(f.ts),
-					(void *)(interp + L->interp_threads_head)))
+					(void *)(interp + L->off.interp_threads_head)))
 			break;
 		bpf_loop(TB_MAX_THREADS, find_step, &f, 0);
 		if (f.found)
 			return f.found;
 		if (bpf_probe_read_user(&interp, sizeof(interp),
-					(void *)(interp + L->interp_next)))
+					(void *)(interp + L->off.interp_next)))
 			break;
 	}
 	return 0;
@@ -514,7 +460,7 @@ __noinline int find_tstate(struct scratch *s, __u64 id)
 	found = search_tstate(s, tid, 1);
 	if (!found)
 		found = m == 2 ? ts : search_tstate(s, tid, 2);
-	if (!found || read_into(s, L->ts_read, found))
+	if (!found || read_into(s, L->off.ts_read, found))
 		return 0;
 	bpf_map_update_elem(&tstates, &gtid, &found, BPF_ANY);
 	s->last_id = id;
@@ -523,129 +469,58 @@ __noinline int find_tstate(struct scratch *s, __u64 id)
 }
 
 /*
- * The frame the thread is executing, from the tstate bytes in s->buf.
- * 3.11/3.12 go through tstate->cframe, a struct on the C stack; remember
- * its `previous` for entry_linked().
+ * The frame the thread is executing, from the tstate bytes in s->buf;
+ * with TB_F_CFRAME through tstate->cframe, a struct on the C stack.
  */
 static __always_inline __u64 current_frame(struct walk_ctx *c)
 {
 	struct scratch *s = c->s;
 	struct tb_walk *L = &s->walk;
-	__u64 p = get_u64(s, L->ts_frame);
+	__u64 p = tb_ts_frame(L, s->buf);
 
-	if (L->cframe_frame == TB_NO_OFFSET || !p)
+	if (!tb_via_cframe(L) || !p)
 		return p;
-	if (read_into(s, 24, p))
+	if (read_into(s, TB_CFRAME_READ, p))
 		return 0;
-	c->cframe_prev = get_u64(s, L->cframe_prev);
-	c->check_entry = 1;
-	return get_u64(s, L->cframe_frame);
+	return tb_chain_cframe(L, &c->ch, s->buf);
 }
 
-/*
- * 3.11/3.12 publish a new eval's _PyCFrame before writing its
- * current_frame: in that window current_frame is whatever the C stack held,
- * often a dead frame whose chain still looks complete. Every eval links its
- * first frame to the caller's current_frame, so the first entry frame of a
- * live chain points exactly where cframe->previous->current_frame does.
- * Returns 1, with that frame in *expect, if this chain fails the test.
- */
-static __always_inline int entry_misplaced(struct walk_ctx *c, __u64 *expect)
+/* The entry check (pywalk.h): start over where the chain must go on. */
+static __always_inline void check_entry(struct walk_ctx *c)
 {
-	struct tb_walk *L = &c->s->walk;
+	__u64 expect = 0, at = tb_entry_expect_addr(&c->s->walk, &c->ch);
 
-	c->check_entry = 0;
-	*expect = 0;
-	if (c->cframe_prev &&
-	    bpf_probe_read_user(expect, sizeof(*expect), (void *)(c->cframe_prev + L->cframe_frame)))
-		return 0;	/* cannot tell: keep the walk */
-	return c->frame != *expect;
-}
-
-/* Start over from the caller's frame: the new eval has not begun. */
-static __always_inline void restart_walk(struct walk_ctx *c, __u64 frame)
-{
+	if (at && bpf_probe_read_user(&expect, sizeof(expect), (void *)at))
+		return;	/* cannot tell: keep the walk */
+	if (!tb_entry_misplaced(&c->ch, expect))
+		return;
 	count(c->cnt, TB_C_STALE_CFRAME);
-	c->frame = frame;
-	c->depth = 0;
-	c->hash = TB_HASH_SEED;
-	c->check_next = 0;
-	c->bottom_ok = 1;
-	c->code.addr = 0;	/* it came from the dead chain */
+	tb_chain_restart(&c->ch, expect);
 	c->m.j = 0;
 }
 
 /*
- * Record the frame's code object. Returns 0, or -1 if the pointer is not a
- * code object: the frame is being built (a leaf caught mid-call; skipped)
- * or the chain holds stale data, where the walk must stop rather than
- * report garbage.
+ * Read the code object into *seen as tb_code_checked() says (whole, with
+ * the type check, if `check`), unless the walk already knows it. Per-walk
+ * state only, on the stack: a table in the map would add a cold cache line
+ * per frame. Returns 0, or the counter that says why the pointer is no
+ * code object. Global, so the verifier checks it once. Measured side by
+ * side against reading every code object whole (ns per sample, depth 30 /
+ * 100): 3.11 2357 -> 1947 / 5825 -> 4411, 3.12 2150 -> 1999 / 4654 ->
+ * 4183, 3.13 2322 -> 1916.
  */
-/*
- * A frame that has not run its first instruction may not be linked to its
- * caller yet (3.11/3.12 set `previous` late) and hold a stale link. Its
- * real caller sits right below it on the frame stack: trust the link only
- * if the caller's frame ends exactly where the leaf begins.
- */
-static __always_inline int caller_adjacent(struct walk_ctx *c, __u64 frame)
-{
-	return frame + (__u64)c->code.words * 8 == c->leaf;
-}
-
-/*
- * A frame's cost is mostly the cache lines it touches, and the code object
- * is the cold one. A caller whose instruction pointer lies in the bytecode
- * of the code object it names is a frame that ran: its code pointer is
- * right (the frame holds a reference), so only the fingerprint is read,
- * one cache line. The leaf (it may be half built), a frame whose pointer
- * is off, and the caller of a leaf that has not started (its frame size is
- * needed) get the whole read and the type check. Measured side by side
- * (ns per sample, depth 30 / 100): 3.11 2357 -> 1947 / 5825 -> 4411,
- * 3.12 2150 -> 1999 / 4654 -> 4183, 3.13 2322 -> 1916.
- */
-#define CODE_UNITS_MAX	(1 << 24)
-
-static __always_inline int code_checked(struct walk_ctx *c, __s64 idx)
-{
-	return !c->depth || c->check_next || idx < -1 || idx >= CODE_UNITS_MAX;
-}
-
-/*
- * Read the code object into *seen (with the type check if `check`), unless
- * the frame just recorded ran the same one (recursion): a chain holds a
- * reference to each of its code objects, so within one walk an address
- * names one object. Per-walk state only, on the stack: a table in the map
- * would add a cold cache line per frame. Returns 0, or the counter that
- * says why the pointer is no code object. Global, so the verifier checks
- * it once.
- */
-__noinline int code_info(struct scratch *s, struct code_seen *seen, __u64 code, int check)
+__noinline int code_info(struct scratch *s, struct tb_code *seen, __u64 code, int check)
 {
 	struct tb_walk *L;
-	__u32 words = 0, base;
 
 	if (!s || !seen)
 		return TB_C_READ_CODE;
-	if (code == seen->addr && code)
+	if (tb_code_known(seen, code))
 		return 0;
 	L = &s->walk;
-	/* Unchecked: only [co_fp_lo, +co_fp_read) is read, at s->buf[0]. */
-	base = check ? 0 : L->co_fp_lo;
-	if (read_into(s, check ? L->co_read : L->co_fp_read, code + base))
+	if (read_into(s, tb_code_len(L, check), code + tb_code_base(L, check)))
 		return TB_C_READ_CODE;
-	if (check && L->code_type_addr && get_u64(s, L->co_type) != L->code_type_addr)
-		return TB_C_BAD_CODE;
-	seen->fp = get_u32(s, L->co_fp - base);
-	if (L->co_fp2 != TB_NO_OFFSET)
-		seen->fp ^= get_u32(s, L->co_fp2 - base);
-	if (check && L->co_fs_a != TB_NO_OFFSET) {
-		words = get_u32(s, L->co_fs_a) + L->co_fs_add;
-		if (L->co_fs_b != TB_NO_OFFSET)
-			words += get_u32(s, L->co_fs_b);
-	}
-	seen->words = words;
-	seen->addr = code;
-	return 0;
+	return tb_code_parse(L, seen, s->buf, code, check);
 }
 
 /*
@@ -669,7 +544,7 @@ __noinline int code_info(struct scratch *s, struct code_seen *seen, __u64 code, 
  */
 #define MEMO_PROBES 9	/* the next entry, then log2(MEMO) + 1 halvings */
 
-__noinline int memo_find(struct scratch *s, struct memo_cursor *mc, struct code_seen *seen,
+__noinline int memo_find(struct scratch *s, struct memo_cursor *mc, struct tb_code *seen,
 			 __u64 frame, __u64 code)
 {
 	__u32 prev, lo, hi, mid, t;
@@ -714,7 +589,7 @@ __noinline int memo_find(struct scratch *s, struct memo_cursor *mc, struct code_
 /* Remember a recorded frame's code object. Global: the verifier checks the
  * depth bound here once, instead of tracking depth through the walk. */
 __noinline int memo_put(struct scratch *s, struct memo_cursor *mc, __u32 depth, __u64 frame,
-			struct code_seen *seen)
+			struct tb_code *seen)
 {
 	struct memo *m;
 
@@ -729,55 +604,30 @@ __noinline int memo_put(struct scratch *s, struct memo_cursor *mc, __u32 depth, 
 	return 0;
 }
 
-static __always_inline int record_frame(struct walk_ctx *c, __u64 frame, __u64 code,
-					__u64 instr)
+/* The Python frame at `frame` (bytes in fr), step i of the walk. */
+static __always_inline int record_frame(struct walk_ctx *c, __u64 frame, const __u8 *fr,
+					__u32 i)
 {
 	struct scratch *s = c->s;
 	struct tb_walk *L = &s->walk;
-	struct tb_frame *out;
-	__u32 fp;
-	__s64 idx;
-	int err, check;
+	struct tb_chain *ch = &c->ch;
+	__u64 code = tb_frame_code(L, fr);
+	__s64 idx = tb_instr_index(L, code, tb_frame_instr(L, fr));
+	int err = 0, check = tb_code_checked(ch, idx);
 
-	idx = (__s64)(instr - (code + L->co_adaptive)) >> 1;
-	check = code_checked(c, idx);
-	err = 0;
-	if (check || !c->m.ok || code == c->code.addr || !memo_find(s, &c->m, &c->code, frame, code))
-		err = code_info(s, &c->code, code, check);
-	if (idx < -1 || idx >= CODE_UNITS_MAX)
-		idx = -1;
-
+	if (check || !c->m.ok || code == ch->code.addr || !memo_find(s, &c->m, &ch->code, frame, code))
+		err = code_info(s, &ch->code, code, check);
 	if (err) {
 		count(c->cnt, err == TB_C_BAD_CODE ? TB_C_BAD_CODE : TB_C_READ_CODE);
-		return -1;
+		return tb_chain_bad_frame(ch, i);
 	}
-	if (c->check_next && !caller_adjacent(c, frame))
-		return -1;
-	c->check_next = 0;
-	fp = c->code.fp;
-
+	if (!tb_chain_linked(ch, frame))
+		return tb_chain_bad_frame(ch, i);
 	if (c->m.gen)
-		memo_put(s, &c->m, c->depth, frame, &c->code);
-	out = &s->stack.frames[c->depth & (TB_MAX_DEPTH - 1)];
-	out->code = code;
-	out->instr = (__s32)idx;
-	out->fp = fp;
-	c->hash = tb_hash_mix(c->hash, code);
-	c->hash = tb_hash_mix(c->hash, ((__u64)(__u32)idx << 32) | fp);
-	c->depth++;
-	return 0;
-}
-
-/* May this frame be the last of a complete chain? */
-static __always_inline __u32 can_end(struct walk_ctx *c, __u8 owner)
-{
-	struct tb_walk *L = &c->s->walk;
-
-	if (L->bottom_shim)
-		return owner >= L->owner_skip;
-	if (L->fr_entry != TB_NO_OFFSET)
-		return fr_u8(c, L->fr_entry) != 0;
-	return 1;
+		memo_put(s, &c->m, ch->depth, frame, &ch->code);
+	tb_chain_push(L, ch, &s->stack.frames[ch->depth & (TB_MAX_DEPTH - 1)], frame, code,
+		      tb_instr_recorded(idx));
+	return TB_STEP_NEXT;
 }
 
 static long walk_step(__u32 i, void *arg)
@@ -785,59 +635,25 @@ static long walk_step(__u32 i, void *arg)
 	struct walk_ctx *c = arg;
 	struct scratch *s = c->s;
 	struct tb_walk *L = &s->walk;
-	__u64 code, instr, expect, frame = c->frame;
-	__u8 owner, entry;
+	__u64 frame = c->ch.frame;
+	const __u8 *fr;
+	int step;
 
-	if (!frame) {
-		/* The chain ended: did it end where a chain may end? */
-		if (!c->bottom_ok)
-			c->flags |= TB_SF_PARTIAL;
+	if (tb_chain_done(&c->ch))
 		return 1;
-	}
-	if (c->depth >= TB_MAX_DEPTH) {
-		c->flags |= TB_SF_TRUNCATED;
-		return 1;
-	}
 	if (frame_bytes(s, &c->w, frame)) {
-		c->flags |= TB_SF_PARTIAL;
+		tb_chain_broken(&c->ch);
 		return 1;
 	}
-	owner = fr_u8(c, L->fr_owner);
-	c->frame = fr_u64(c, L->fr_previous);
-	c->bottom_ok = can_end(c, owner);
-	entry = L->fr_entry != TB_NO_OFFSET && fr_u8(c, L->fr_entry);
-	if (owner > L->owner_max) {
-		c->flags |= TB_SF_PARTIAL;	/* not a frame: stale or torn chain */
+	fr = frame_buf(c);
+	step = tb_chain_frame(L, &c->ch, fr);
+	if (step == TB_STEP_PYTHON)
+		step = record_frame(c, frame, fr, i);
+	if (step == TB_STEP_END)
 		return 1;
-	}
-	if (owner == L->owner_stop) {
-		c->frame = 0;
-		return 1;
-	}
-	if (owner >= L->owner_skip) {
-		c->check_next = 0;	/* called from C: the link was set first */
-		if (c->check_entry && entry_misplaced(c, &expect))
-			restart_walk(c, expect);
-		return 0;	/* C-stack / entry shim: not a Python frame */
-	}
-
-	code = fr_u64(c, L->fr_code) & L->exec_mask;
-	instr = fr_u64(c, L->fr_instr);
-	if (record_frame(c, frame, code, instr) == 0) {
-		if (L->prev_instr && L->co_fs_a != TB_NO_OFFSET && c->depth == 1 &&
-		    s->stack.frames[0].instr == -1) {
-			c->check_next = 1;
-			c->leaf = frame;
-		}
-		/* 3.11 has no entry shim: the entry frame is a Python frame */
-		if (c->check_entry && entry && entry_misplaced(c, &expect))
-			restart_walk(c, expect);
-		return 0;
-	}
-	if (!c->depth && !i)
-		return 0;	/* an incomplete leaf: its callers may still be good */
-	c->flags |= TB_SF_PARTIAL;
-	return 1;
+	if (step != TB_STEP_SKIP && tb_entry_due(L, &c->ch, fr, step))
+		check_entry(c);
+	return 0;
 }
 
 /*
@@ -858,18 +674,13 @@ __noinline int memo_begin(struct scratch *s, struct memo_cursor *mc, __u32 pid, 
 	mc->cur = (ms->cur ^ 1) & 1;
 	mc->j = 0;
 	mc->hits = 0;
-	if (L->code_gen_addr &&
-	    bpf_probe_read_user(&gen, L->code_gen_size == 4 ? 4 : 8, (void *)L->code_gen_addr))
+	if (L->addr.code_gen_addr &&
+	    bpf_probe_read_user(&gen, L->addr.code_gen_size == 4 ? 4 : 8,
+				(void *)L->addr.code_gen_addr))
 		gen = 0;
-	/* A 3.14+ count of deaths starts at 0; a 3.12/3.13 count of births
-	 * that reached 0 ran out and stands still for good. */
-	if (L->code_gen_size == 8)
-		gen++;
-	/* Per-interpreter counters (3.13+) say nothing of a subinterpreter. */
-	if (L->main_interp && interp != L->main_interp)
-		gen = 0;
+	gen = tb_code_gen(L, gen, interp);
 	mc->gen = gen;
-	mc->ok = gen && gen == ms->gen && pid == ms->pid && L->incarnation == ms->inc;
+	mc->ok = gen && gen == ms->gen && pid == ms->pid && L->reg.incarnation == ms->inc;
 	return 0;
 }
 
@@ -878,12 +689,12 @@ static __always_inline void memo_end(struct walk_ctx *c, __u32 pid)
 	struct memo_set *ms = &c->s->memo[c->m.set & (MEMO_SETS - 1)];
 
 	c->cnt[TB_C_CODE_MEMO] += c->m.hits;
-	c->cnt[TB_C_FRAMES] += c->depth;
+	c->cnt[TB_C_FRAMES] += c->ch.depth;
 	ms->cur = c->m.cur;
-	ms->n[c->m.cur & 1] = !c->m.gen ? 0 : c->depth < MEMO ? c->depth : MEMO;
+	ms->n[c->m.cur & 1] = !c->m.gen ? 0 : c->ch.depth < MEMO ? c->ch.depth : MEMO;
 	ms->gen = c->m.gen;
 	ms->pid = pid;
-	ms->inc = c->s->walk.incarnation;
+	ms->inc = c->s->walk.reg.incarnation;
 }
 
 /*
@@ -902,23 +713,22 @@ static __always_inline int walk_current(struct walk_ctx *c, __u32 pid, __u32 tid
 	if (!ret)
 		return TB_C_NO_TSTATE;
 	c->tstate = s->last_tstate;
-	c->interp = get_u64(s, L->ts_interp);
-	if (L->ts_exc != TB_NO_OFFSET && get_u64(s, L->ts_exc))
-		c->flags |= TB_SF_EXC;
-	c->frame = current_frame(c);
-	if (!c->frame)
+	c->interp = tb_ts_interp(L, s->buf);
+	tb_chain_init(&c->ch);
+	c->ch.flags |= tb_ts_flags(L, s->buf);
+	c->ch.frame = current_frame(c);
+	if (!c->ch.frame)
 		return TB_C_NO_FRAMES;
-	c->hash = TB_HASH_SEED;
 	memo_begin(s, &c->m, pid, c->interp);
 	bpf_loop(2 * TB_MAX_DEPTH, walk_step, c, 0);
 	memo_end(c, pid);
-	if (c->flags & TB_SF_PARTIAL)
+	if (c->ch.flags & TB_SF_PARTIAL)
 		count(c->cnt, TB_C_READ_FRAME);
-	if (c->flags & TB_SF_TRUNCATED)
+	if (c->ch.flags & TB_SF_TRUNCATED)
 		count(c->cnt, TB_C_TRUNCATED);
-	if (!c->depth && !(c->flags & TB_SF_PARTIAL))
+	if (!c->ch.depth && !(c->ch.flags & TB_SF_PARTIAL))
 		return TB_C_NO_FRAMES;
-	c->hash = tb_hash_mix(c->hash, c->flags & TB_SF_STACK_MASK);
+	c->ch.hash = tb_chain_id(&c->ch);	/* the stack id from here on */
 	return 0;
 }
 
@@ -929,19 +739,14 @@ static __always_inline void read_gil_gc(struct walk_ctx *c)
 	struct tb_walk *L = &s->walk;
 	int collecting = 0;
 
-	if (!read_status || !L->gil_addr)
+	if (!read_status || !L->addr.gil_addr)
 		return;
-	if (read_into(s, 32, L->gil_addr))
+	if (read_into(s, TB_GIL_READ, L->addr.gil_addr))
 		return;
-	if (get_u32(s, L->gil_locked)) {
-		c->flags |= TB_SF_GIL_LOCKED;
-		if (get_u64(s, L->gil_holder) == c->tstate)
-			c->flags |= TB_SF_GIL;
-	}
-	c->flags |= TB_SF_STATUS_KNOWN;
-	if (L->gc_addr && !bpf_probe_read_user(&collecting, sizeof(collecting),
-					       (void *)L->gc_addr) && collecting)
-		c->flags |= TB_SF_GC;
+	c->ch.flags |= tb_gil_flags(L, s->buf, c->tstate);
+	if (L->addr.gc_addr && !bpf_probe_read_user(&collecting, sizeof(collecting),
+						    (void *)L->addr.gc_addr))
+		c->ch.flags |= tb_gc_flags(collecting);
 }
 
 /* Push the frames of a stack id the consumer may not have yet. */
@@ -1092,19 +897,19 @@ static __always_inline int sample_current(void *ctx)
 	read_gil_gc(&c);
 	/* Only a sample whose GIL state was read can be judged: before its
 	 * address is known (an interpreter starting up) it is kept. */
-	if (mode == TB_MODE_GIL && (c.flags & TB_SF_STATUS_KNOWN) && !(c.flags & TB_SF_GIL)) {
+	if (mode == TB_MODE_GIL && (c.ch.flags & TB_SF_STATUS_KNOWN) && !(c.ch.flags & TB_SF_GIL)) {
 		count(c.cnt, TB_C_FILTERED);
 		goto out;
 	}
-	ret = push_stack(c.s, pid, c.hash, c.depth);
+	ret = push_stack(c.s, pid, c.ch.hash, c.ch.depth);
 	if (ret < 0) {
 		count(c.cnt, TB_C_LOST);
 		goto out;
 	}
 	kstack = kernel_stack(ctx, c.cnt);
-	if (c.s->walk.acked && !count_sample(pid, tid, c.hash, c.flags, kstack)) {
+	if (c.s->walk.reg.acked && !count_sample(pid, tid, c.ch.hash, c.ch.flags, kstack)) {
 		count(c.cnt, TB_C_AGGREGATED);
-	} else if (push_sample(pid, tid, c.hash, c.flags, 1, kstack) < 0) {
+	} else if (push_sample(pid, tid, c.ch.hash, c.ch.flags, 1, kstack) < 0) {
 		count(c.cnt, TB_C_LOST);
 		goto out;
 	}
@@ -1175,7 +980,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u6
 		return;
 	}
 	read_gil_gc(&c);
-	if (push_stack(c.s, pid, c.hash, c.depth) < 0) {
+	if (push_stack(c.s, pid, c.ch.hash, c.ch.depth) < 0) {
 		count(c.cnt, TB_C_OFFCPU_SKIPPED);	/* ring buffer full */
 		return;
 	}
@@ -1183,8 +988,8 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u6
 	old = bpf_map_lookup_elem(&offcpu, &tid);
 	oc.carry = old ? old->carry : 0;
 	oc.since = now;
-	oc.stack_id = c.hash;
-	oc.flags = c.flags | TB_SF_OFFCPU;
+	oc.stack_id = c.ch.hash;
+	oc.flags = c.ch.flags | TB_SF_OFFCPU;
 	oc.kstack = kernel_stack(ctx, c.cnt);
 	oc.pid = pid;
 	oc.away = 1;
@@ -1319,7 +1124,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	if (L) {
 		struct tb_walk w = *L;
 
-		w.acked = 0;
+		w.reg.acked = 0;
 		bpf_map_update_elem(&procs, &pid, &w, BPF_ANY);
 	}
 	proc_event(TB_PROC_FORK, pid, ppid, !!L);

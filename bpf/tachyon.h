@@ -4,8 +4,11 @@
  *
  * Everything that crosses the boundary between bpf/tachyon.bpf.c and user/
  * is defined here and nowhere else: the per-process walk layout that
- * userspace writes into the `procs` map, the records the BPF program pushes
- * into the ring buffer, flag bits and the error counters.
+ * userspace writes into the `procs` map (with the version's feature bits),
+ * the records the BPF program pushes into the ring buffer and the maps'
+ * values userspace reads, flag bits, limits and the error counters; each
+ * record's size and offsets are asserted at the end. How a walk reads the
+ * layout is in bpf/pywalk.h.
  */
 #ifndef TACHYON_H
 #define TACHYON_H
@@ -31,17 +34,39 @@
 #define TB_TS_ACTIVE		(1U << 4)
 /* owner_stop value meaning "no sentinel frame". */
 #define TB_NO_OWNER		0xff
+/* Kernel stack frames kept per sample (the `kstacks` map's value: ips). */
+#define TB_KSTACK_DEPTH		127
 
 /*
- * What the in-kernel walker needs to know about one process: where its
- * interpreter lives and the offsets of the few fields it reads. Python
- * versions reduce to these numbers (user/layout.c); the walker never sees a
- * version number.
+ * Version behaviours the walk rules (bpf/pywalk.h) branch on, set by
+ * user/layout.c where versions are known; the walker never infers them
+ * from other fields or sees a version number.
  */
-struct tb_walk {
-	__u64 runtime_addr;	/* &_PyRuntime in the target */
-	__u64 code_type_addr;	/* &PyCode_Type in the target; 0 = don't check */
+enum tb_feature {
+	/* tstate -> _PyCFrame -> current_frame (3.11, 3.12); the chain's first
+	 * entry frame is then checked against cframe->previous (entry check) */
+	TB_F_CFRAME = 1 << 0,
+	/* a frame that has not run its first instruction (index -1: the
+	 * pointer is to the previous instruction) may be linked to its caller
+	 * late and hold a stale `previous` (3.11, 3.12): caller adjacency */
+	TB_F_LATE_LINK = 1 << 1,
+	/* a complete chain ends in a shim frame, owner >= owner_skip (3.12+) */
+	TB_F_BOTTOM_SHIM = 1 << 2,
+	/* frames carry is_entry at fr_entry, set in a chain's bottom frame,
+	 * itself a Python frame (3.11) */
+	TB_F_ENTRY_FLAG = 1 << 3,
+	/* the code counter counts deaths and starts at 0 (3.14+), where a
+	 * count of births (3.12, 3.13) that reads 0 ran out */
+	TB_F_CODE_DEATHS = 1 << 4,
+};
+
+/*
+ * Per-version offsets (user/layout.c): where the few fields the walk reads
+ * live, how many bytes cover them, and the version's behaviours.
+ */
+struct tb_offsets {
 	__u64 exec_mask;	/* applied to the frame's code pointer (3.14+ tags) */
+	__u32 features;		/* enum tb_feature */
 	__u16 rt_interp_head;	/* _PyRuntime -> interpreters.head */
 	__u16 interp_next;	/* PyInterpreterState -> next */
 	__u16 interp_threads_head; /* PyInterpreterState -> threads.head */
@@ -49,56 +74,46 @@ struct tb_walk {
 	__u16 ts_native_tid;	/* PyThreadState -> native_thread_id */
 	__u16 ts_interp;	/* PyThreadState -> interp */
 	__u16 ts_frame;		/* PyThreadState -> current frame, or -> cframe */
-	__u16 cframe_frame;	/* _PyCFrame -> current_frame; TB_NO_OFFSET if none */
+	/* PyThreadState -> _status (3.12+), whose TB_TS_ACTIVE bit is set
+	 * while the thread state is the one its thread runs; TB_NO_OFFSET if
+	 * the version has none (3.11). */
+	__u16 ts_status;
+	__u16 ts_exc;		/* PyThreadState -> exception being raised; TB_NO_OFFSET */
 	__u16 ts_read;		/* bytes of PyThreadState covering the fields above */
+	__u16 cframe_frame;	/* _PyCFrame -> current_frame (TB_F_CFRAME) */
+	__u16 cframe_prev;	/* _PyCFrame -> previous (TB_F_CFRAME) */
 	__u16 fr_previous;	/* _PyInterpreterFrame -> previous */
 	__u16 fr_code;		/* _PyInterpreterFrame -> f_code / f_executable */
 	__u16 fr_instr;		/* _PyInterpreterFrame -> prev_instr / instr_ptr */
 	__u16 fr_owner;		/* _PyInterpreterFrame -> owner (one byte) */
+	__u16 fr_entry;		/* bool is_entry (TB_F_ENTRY_FLAG), or TB_NO_OFFSET */
 	__u16 fr_read;		/* bytes of a frame covering the fields above */
 	__u16 co_type;		/* PyObject -> ob_type */
 	__u16 co_adaptive;	/* PyCodeObject -> co_code_adaptive (bytecode start) */
 	__u16 co_fp;		/* PyCodeObject -> u32 fingerprint (co_version) */
 	__u16 co_fp2;		/* second u32 xor-ed in (3.11); TB_NO_OFFSET if none */
-	__u16 co_read;		/* bytes of a code object covering the fields above */
-	__u16 ts_exc;		/* PyThreadState -> exception being raised; TB_NO_OFFSET */
-	__u16 gil_holder;	/* GIL struct -> last_holder (PyThreadState *) */
-	__u16 gil_locked;	/* GIL struct -> locked (int) */
-	__u8 owner_skip;	/* frames with owner >= this are shims: skipped */
-	__u8 owner_stop;	/* owner value of a sentinel bottom frame, or TB_NO_OWNER */
-	__u8 bottom_shim;	/* a complete chain ends in a shim frame (3.12+) */
-	__u8 prev_instr;	/* 3.11/3.12: instruction index -1 = frame not started */
-	__u8 co_fs_add;		/* frame size in words = co_fs_a + co_fs_b + this */
-	__u8 owner_max;		/* highest valid owner: a frame above it is garbage */
-	/* Set by userspace when it adds the process: its samples may be
-	 * counted in the kernel. A fork's copy has it clear, so the child's
-	 * samples come as records, in order with its fork event, until
-	 * userspace knows the child (a recycled pid is never mixed up). */
-	__u8 acked;
-	__u8 code_gen_size;	/* bytes of the counter at code_gen_addr: 4, 8; 0 = none */
-	__u16 fr_entry;		/* 3.11: bool is_entry, true in a chain's bottom frame */
 	__u16 co_fs_a;		/* PyCodeObject int: co_framesize or co_nlocalsplus */
 	__u16 co_fs_b;		/* PyCodeObject int: co_stacksize (3.11), or TB_NO_OFFSET */
-	__u16 cframe_prev;	/* _PyCFrame -> previous (3.11/3.12); TB_NO_OFFSET if none */
+	__u16 co_read;		/* bytes of a code object covering the fields above */
 	/* The fingerprint alone, [co_fp_lo, co_fp_lo + co_fp_read): one cache
 	 * line, all a frame whose instruction pointer lies in its code needs. */
 	__u16 co_fp_lo;
 	__u16 co_fp_read;
-	/* PyThreadState -> _status (3.12+), whose TB_TS_ACTIVE bit is set
-	 * while the thread state is the one its thread runs; TB_NO_OFFSET if
-	 * the version has none (3.11). */
-	__u16 ts_status;
-	__u16 pad;
-	/* Set by userspace, new for every process image it adds (a fork's
-	 * copy keeps it, with its own pid): what the walk remembers of one
-	 * image is never used in another. */
-	__u32 incarnation;
+	__u16 gil_holder;	/* GIL struct -> last_holder (PyThreadState *) */
+	__u16 gil_locked;	/* GIL struct -> locked (int) */
+	__u8 owner_skip;	/* frames with owner >= this are shims: skipped */
+	__u8 owner_stop;	/* owner value of a sentinel bottom frame, or TB_NO_OWNER */
+	__u8 owner_max;		/* highest valid owner: a frame above it is garbage */
+	__u8 co_fs_add;		/* frame size in words = co_fs_a + co_fs_b + this */
+	__u8 pad[6];
+};
+
+/* Per-process addresses (user/target.c): where this process's objects are. */
+struct tb_addrs {
+	__u64 runtime_addr;	/* &_PyRuntime in the target */
+	__u64 code_type_addr;	/* &PyCode_Type in the target; 0 = don't check */
 	__u64 gil_addr;		/* the GIL struct in use; 0 = unknown */
 	__u64 gc_addr;		/* the GC's "collecting" int; 0 = unknown */
-	/* The process's pid namespace when it is not ours (containers): its
-	 * native_thread_id values are tids as seen in there. 0 = same as ours. */
-	__u64 pidns_dev;
-	__u64 pidns_ino;
 	/*
 	 * A counter the interpreter moves whenever a code object is created
 	 * (3.12, 3.13) or freed (3.14+); 0 = none. While it stands still, a
@@ -109,6 +124,37 @@ struct tb_walk {
 	/* The interpreter that counter belongs to (3.13+ count per
 	 * interpreter), or 0 if it counts for all (3.12). */
 	__u64 main_interp;
+	/* The process's pid namespace when it is not ours (containers): its
+	 * native_thread_id values are tids as seen in there. 0 = same as ours. */
+	__u64 pidns_dev;
+	__u64 pidns_ino;
+	__u8 code_gen_size;	/* bytes of the counter at code_gen_addr: 4, 8; 0 = none */
+	__u8 pad[7];
+};
+
+/* Registration (user/sampler.c, and the BPF side's fork handler). */
+struct tb_reg {
+	/* Set by userspace, new for every process image it adds (a fork's
+	 * copy keeps it, with its own pid): what the walk remembers of one
+	 * image is never used in another. */
+	__u32 incarnation;
+	/* Set by userspace when it adds the process: its samples may be
+	 * counted in the kernel. A fork's copy has it clear, so the child's
+	 * samples come as records, in order with its fork event, until
+	 * userspace knows the child (a recycled pid is never mixed up). */
+	__u8 acked;
+	__u8 pad[3];
+};
+
+/*
+ * What the in-kernel walker needs to know about one process (the `procs`
+ * map's value), grouped by who fills it: the version's offsets, the
+ * process's addresses, its registration.
+ */
+struct tb_walk {
+	struct tb_offsets off;
+	struct tb_addrs addr;
+	struct tb_reg reg;
 };
 
 /* One Python frame as sampled. */
@@ -225,7 +271,6 @@ struct tb_offcpu {
 	__u32 away;		/* 1 while off CPU */
 };
 
-_Static_assert(sizeof(struct tb_offcpu) == 40, "struct tb_offcpu is ABI: both sides agree");
 
 /*
  * A stack id: TB_HASH_SEED, then for each frame, leaf first,
@@ -270,5 +315,47 @@ enum tb_counter {
 	TB_C_CODE_MEMO,		/* ... whose code object was not read: fingerprint from the last walk */
 	TB_NR_COUNTERS,
 };
+
+/*
+ * Both sides compile these records; a field moved on one side only would
+ * be read as garbage on the other. Sizes and the offsets a reader depends
+ * on, checked by both compilers.
+ */
+#define TB_ABI_SIZE(type, size) \
+	_Static_assert(sizeof(type) == (size), #type " is ABI: both sides agree on its size")
+#define TB_ABI_OFF(type, field, off) \
+	_Static_assert(__builtin_offsetof(type, field) == (off), #type "." #field " is ABI")
+
+TB_ABI_SIZE(struct tb_offsets, 80);
+TB_ABI_SIZE(struct tb_addrs, 72);
+TB_ABI_SIZE(struct tb_reg, 8);
+TB_ABI_SIZE(struct tb_walk, 160);
+TB_ABI_OFF(struct tb_walk, addr, 80);
+TB_ABI_OFF(struct tb_walk, reg, 152);
+TB_ABI_SIZE(struct tb_frame, 16);
+TB_ABI_OFF(struct tb_frame, instr, 8);
+TB_ABI_OFF(struct tb_frame, fp, 12);
+TB_ABI_SIZE(struct tb_sample, 32);
+TB_ABI_OFF(struct tb_sample, flags, 12);
+TB_ABI_OFF(struct tb_sample, stack_id, 16);
+TB_ABI_OFF(struct tb_sample, weight, 24);
+TB_ABI_OFF(struct tb_sample, kstack, 28);
+TB_ABI_SIZE(struct tb_count_key, 24);
+TB_ABI_OFF(struct tb_count_key, stack_id, 8);
+TB_ABI_OFF(struct tb_count_key, flags, 16);
+TB_ABI_OFF(struct tb_count_key, kstack, 20);
+TB_ABI_SIZE(struct tb_proc, 48);
+TB_ABI_OFF(struct tb_proc, time_ns, 16);
+TB_ABI_OFF(struct tb_proc, followed, 24);
+TB_ABI_OFF(struct tb_proc, comm, 28);
+TB_ABI_OFF(struct tb_stack, depth, 4);
+TB_ABI_OFF(struct tb_stack, stack_id, 8);
+TB_ABI_OFF(struct tb_stack, pid, 16);
+TB_ABI_OFF(struct tb_stack, frames, TB_STACK_HDR_SIZE);
+TB_ABI_SIZE(struct tb_stack, TB_STACK_HDR_SIZE + TB_MAX_DEPTH * 16);
+TB_ABI_SIZE(struct tb_offcpu, 40);
+TB_ABI_OFF(struct tb_offcpu, stack_id, 8);
+TB_ABI_OFF(struct tb_offcpu, flags, 24);
+TB_ABI_OFF(struct tb_offcpu, pid, 32);
 
 #endif /* TACHYON_H */

@@ -9,6 +9,7 @@
 #include "dump.h"
 #include "dump_more.h"
 #include "errors.h"
+#include "pywalk.h"
 #include "pythreads.h"
 #include "remote.h"
 #include "symbols.h"
@@ -19,50 +20,10 @@
 
 
 /* Like the BPF side: never more than TB_READ_MAX bytes of one object. */
-static int read_obj(pid_t pid, uint64_t addr, uint8_t *buf, uint16_t len)
+static int read_obj(pid_t pid, uint64_t addr, uint8_t *buf, uint32_t len)
 {
 	memset(buf, 0, OBJ_BUF);
 	return remote_read(pid, addr, buf, len > TB_READ_MAX ? TB_READ_MAX : len);
-}
-
-static uint64_t get64(const uint8_t *b, uint16_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, b + (off & (TB_READ_MAX - 1)), sizeof(v));
-	return v;
-}
-
-static uint32_t get32(const uint8_t *b, uint16_t off)
-{
-	uint32_t v;
-
-	memcpy(&v, b + (off & (TB_READ_MAX - 1)), sizeof(v));
-	return v;
-}
-
-/* The frame a thread is executing, from its PyThreadState bytes. */
-static uint64_t current_frame(const struct target *t, const uint8_t *ts)
-{
-	const struct tb_walk *w = &t->layout.walk;
-	uint64_t p = get64(ts, w->ts_frame), frame = 0;
-
-	if (w->cframe_frame == TB_NO_OFFSET || !p)
-		return p;
-	/* 3.11/3.12: tstate->cframe->current_frame */
-	if (remote_read(t->pid, p + w->cframe_frame, &frame, sizeof(frame)))
-		return 0;
-	return frame;
-}
-
-/* The frame the thread executes now; 0 if none (or it cannot be read). */
-static uint64_t thread_frame(const struct target *t, uint64_t tstate)
-{
-	uint8_t ts[OBJ_BUF];
-
-	if (read_obj(t->pid, tstate, ts, t->layout.walk.ts_read))
-		return 0;
-	return current_frame(t, ts);
 }
 
 int dump_threads(const struct target *t, struct dump_thread *out, int max)
@@ -72,90 +33,127 @@ int dump_threads(const struct target *t, struct dump_thread *out, int max)
 	uint64_t interp = 0, tstate;
 	int i, j, n = 0;
 
-	if (remote_read(t->pid, w->runtime_addr + w->rt_interp_head, &interp, sizeof(interp)))
-		return -1;
+	if (remote_read(t->pid, w->addr.runtime_addr + w->off.rt_interp_head, &interp,
+			sizeof(interp)))
+		return -errno;
 	for (i = 0; i < TB_MAX_INTERPS && interp; i++) {
-		if (remote_read(t->pid, interp + w->interp_threads_head, &tstate, sizeof(tstate)))
-			return -1;
+		if (remote_read(t->pid, interp + w->off.interp_threads_head, &tstate, sizeof(tstate)))
+			return -errno;
 		for (j = 0; j < TB_MAX_THREADS && tstate && n < max; j++) {
-			if (read_obj(t->pid, tstate, ts, w->ts_read))
-				return -1;
+			if (read_obj(t->pid, tstate, ts, w->off.ts_read))
+				return -errno;
 			out[n].tstate = tstate;
-			out[n].tid = get64(ts, w->ts_native_tid);
+			out[n].tid = tb_ts_tid(w, ts);
 			n++;
-			tstate = get64(ts, w->ts_next);
+			tstate = tb_ts_next(w, ts);
 		}
-		if (remote_read(t->pid, interp + w->interp_next, &interp, sizeof(interp)))
+		if (remote_read(t->pid, interp + w->off.interp_next, &interp, sizeof(interp)))
 			break;
 	}
 	return n;
 }
 
-/* One frame's code object, checked and fingerprinted as the BPF side does. */
-static void record_frame(const struct target *t, struct stack *st, uint64_t code,
-			 uint64_t instr)
+/*
+ * Where the walk of thread state `tstate` starts, as the BPF side starts it
+ * (pywalk.h): the chain's first frame, 0 if none (or unreadable).
+ */
+static void walk_start(const struct target *t, uint64_t tstate, struct tb_chain *ch)
+{
+	const struct tb_walk *w = &t->layout.walk;
+	uint8_t ts[OBJ_BUF], cf[OBJ_BUF];
+
+	tb_chain_init(ch);
+	if (read_obj(t->pid, tstate, ts, w->off.ts_read))
+		return;
+	ch->flags |= tb_ts_flags(w, ts);
+	ch->frame = tb_ts_frame(w, ts);
+	if (!tb_via_cframe(w) || !ch->frame)
+		return;
+	if (read_obj(t->pid, ch->frame, cf, TB_CFRAME_READ))
+		ch->frame = 0;
+	else
+		ch->frame = tb_chain_cframe(w, ch, cf);
+}
+
+/* The code object, read as the BPF side reads it when it has no memo. */
+static int code_info(const struct target *t, struct tb_code *seen, uint64_t code, int check)
 {
 	const struct tb_walk *w = &t->layout.walk;
 	uint8_t co[OBJ_BUF];
-	struct tb_frame *f;
-	int64_t idx;
-	uint32_t fp = 0;
 
-	idx = (int64_t)(instr - (code + w->co_adaptive)) >> 1;
-	if (idx < -1 || idx > 0x3fffffff)
-		idx = -1;
-	if (!read_obj(t->pid, code, co, w->co_read)) {
-		if (w->code_type_addr && get64(co, w->co_type) != w->code_type_addr)
-			return;	/* not a code object: skipped, as in BPF */
-		fp = get32(co, w->co_fp);
-		if (w->co_fp2 != TB_NO_OFFSET)
-			fp ^= get32(co, w->co_fp2);
-	}
-	f = &st->frames[st->depth++];
-	f->code = code;
-	f->instr = (int32_t)idx;
-	f->fp = fp;
+	if (tb_code_known(seen, code))
+		return 0;
+	if (read_obj(t->pid, code + tb_code_base(w, check), co, tb_code_len(w, check)))
+		return TB_C_READ_CODE;
+	return tb_code_parse(w, seen, co, code, check);
 }
 
-/* Walk `previous` from frame: innermost first, shims skipped. */
-static void walk(const struct target *t, uint64_t frame, struct stack *st)
+/* The Python frame at `frame` (bytes in fr), step i of the walk. */
+static int record_frame(const struct target *t, struct tb_chain *ch, struct stack *st,
+			uint64_t frame, const uint8_t *fr, uint32_t i)
+{
+	const struct tb_walk *w = &t->layout.walk;
+	uint64_t code = tb_frame_code(w, fr);
+	int64_t idx = tb_instr_index(w, code, tb_frame_instr(w, fr));
+
+	if (code_info(t, &ch->code, code, tb_code_checked(ch, idx)) ||
+	    !tb_chain_linked(ch, frame))
+		return tb_chain_bad_frame(ch, i);
+	st->addr[ch->depth] = frame;	/* dump --locals reads its localsplus */
+	tb_chain_push(w, ch, &st->frames[ch->depth], frame, code, tb_instr_recorded(idx));
+	return TB_STEP_NEXT;
+}
+
+/* The entry check (pywalk.h): start over where the chain must go on. */
+static void check_entry(const struct target *t, struct tb_chain *ch)
+{
+	uint64_t expect = 0, at = tb_entry_expect_addr(&t->layout.walk, ch);
+
+	if (at && remote_read(t->pid, at, &expect, sizeof(expect)))
+		return;	/* cannot tell: keep the walk */
+	if (tb_entry_misplaced(ch, expect))
+		tb_chain_restart(ch, expect);
+}
+
+/* Follow the chain from ch->frame into st, as the BPF walker does. */
+static void walk_chain(const struct target *t, struct tb_chain *ch, struct stack *st)
 {
 	const struct tb_walk *w = &t->layout.walk;
 	uint8_t fr[OBJ_BUF];
-	uint64_t code, here;
-	int i;
-	uint8_t owner;
+	uint64_t frame;
+	uint32_t i;
+	int step;
 
-	st->depth = st->partial = st->truncated = 0;
-	for (i = 0; i < 2 * TB_MAX_DEPTH && frame; i++) {
-		if (st->depth >= TB_MAX_DEPTH) {
-			st->truncated = 1;
-			return;
+	for (i = 0; i < 2 * TB_MAX_DEPTH; i++) {
+		if (tb_chain_done(ch))
+			break;
+		frame = ch->frame;
+		if (!tb_frame_addr_ok(frame) || read_obj(t->pid, frame, fr, w->off.fr_read)) {
+			tb_chain_broken(ch);
+			break;
 		}
-		if (read_obj(t->pid, frame, fr, w->fr_read)) {
-			st->partial = 1;
-			return;
-		}
-		here = frame;
-		owner = fr[w->fr_owner & (TB_READ_MAX - 1)];
-		frame = get64(fr, w->fr_previous);
-		if (owner > w->owner_max) {
-			st->partial = 1;	/* not a frame: the chain changed under us */
-			return;
-		}
-		if (owner == w->owner_stop)
-			return;
-		if (owner >= w->owner_skip)
-			continue;
-		code = get64(fr, w->fr_code) & w->exec_mask;
-		if (code) {
-			uint32_t d = st->depth;
-
-			record_frame(t, st, code, get64(fr, w->fr_instr));
-			if (st->depth > d)
-				st->addr[d] = here;	/* dump --locals reads its localsplus */
-		}
+		step = tb_chain_frame(w, ch, fr);
+		if (step == TB_STEP_PYTHON)
+			step = record_frame(t, ch, st, frame, fr, i);
+		if (step == TB_STEP_END)
+			break;
+		if (step != TB_STEP_SKIP && tb_entry_due(w, ch, fr, step))
+			check_entry(t, ch);
 	}
+}
+
+/* Walk thread state `tstate`'s stack into st, innermost first (pywalk.h). */
+static void walk(const struct target *t, uint64_t tstate, struct stack *st)
+{
+	struct tb_chain ch;
+
+	walk_start(t, tstate, &ch);
+	if (ch.frame)	/* else no Python frame: nothing to walk */
+		walk_chain(t, &ch, st);
+	st->depth = ch.depth;
+	st->partial = !!(ch.flags & TB_SF_PARTIAL);
+	st->truncated = !!(ch.flags & TB_SF_TRUNCATED);
+	st->id = tb_chain_id(&ch);
 }
 
 /* "running", "sleeping", ... from /proc/PID/task/TID/stat. */
@@ -184,11 +182,11 @@ const char *dump_thread_state(pid_t pid, uint64_t tid)
 int dump_holds_gil(const struct target *t, uint64_t tstate)
 {
 	const struct tb_walk *w = &t->layout.walk;
-	uint8_t gil[32];
+	uint8_t gil[OBJ_BUF];
 
-	if (!w->gil_addr || remote_read(t->pid, w->gil_addr, gil, sizeof(gil)))
+	if (!w->addr.gil_addr || read_obj(t->pid, w->addr.gil_addr, gil, TB_GIL_READ))
 		return 0;
-	return get32(gil, w->gil_locked) && get64(gil, w->gil_holder) == tstate;
+	return !!(tb_gil_flags(w, gil, tstate) & TB_SF_GIL);
 }
 
 static void print_frames(const struct target *t, const struct dump_ctx *dx,
@@ -227,7 +225,7 @@ static void walk_thread(const struct target *t, uint64_t tstate, struct stack *s
 	int try;
 
 	for (try = 0; try < WALK_TRIES; try++) {
-		walk(t, thread_frame(t, tstate), st);
+		walk(t, tstate, st);
 		if (!st->partial)
 			break;
 	}
@@ -236,21 +234,14 @@ static void walk_thread(const struct target *t, uint64_t tstate, struct stack *s
 int dump_stack(const struct target *t, uint64_t tstate, struct tb_stack *rec, uint32_t *flags)
 {
 	static struct stack st;
-	uint64_t h = TB_HASH_SEED;
-	uint32_t i;
 
 	walk_thread(t, tstate, &st);
 	*flags = (st.partial ? TB_SF_PARTIAL : 0) | (st.truncated ? TB_SF_TRUNCATED : 0);
 	if (!st.depth)
-		return -1;
-	/* The id the BPF side gives the same frames (tachyon.h). */
-	for (i = 0; i < st.depth; i++) {
-		h = tb_hash_mix(h, st.frames[i].code);
-		h = tb_hash_mix(h, (uint64_t)(uint32_t)st.frames[i].instr << 32 | st.frames[i].fp);
-	}
+		return -ENOENT;
 	rec->kind = TB_REC_STACK;
 	rec->depth = st.depth;
-	rec->stack_id = tb_hash_mix(h, *flags & TB_SF_STACK_MASK);
+	rec->stack_id = st.id;	/* the id the BPF side gives the same frames */
 	rec->pid = (uint32_t)t->pid;
 	rec->pad = 0;
 	memcpy(rec->frames, st.frames, st.depth * sizeof(st.frames[0]));
@@ -319,7 +310,7 @@ static void dump_one(struct dump_run *d, pid_t pid, int optional)
 	if (n <= 0) {
 		if (n < 0)
 			tb_error("pid %d: cannot read the interpreter's thread list: %s (is the process exiting?)",
-				 pid, strerror(errno));
+				 pid, strerror(-n));
 		else
 			tb_error("pid %d: the interpreter has no threads yet (try again once it has started)",
 				 pid);

@@ -2,9 +2,10 @@
 /*
  * tachyon-bpf dump: every thread's Python stack, once, like py-spy dump.
  * All in userspace: the interpreter's thread list and each thread's frame
- * chain are read with process_vm_readv, following the same layout (and
- * the same rules: shim frames skipped, sentinel frame, tag bits, cframe
- * hop) as the BPF walker; symbols.c names the code objects.
+ * chain are read with process_vm_readv and walked by the BPF walker's own
+ * rules (bpf/pywalk.h: bounds, checks, [partial] ends, stack ids), so a
+ * thread's dump is what a sample of it would record; symbols.c names the
+ * code objects.
  */
 #ifndef TB_DUMP_H
 #define TB_DUMP_H
@@ -24,12 +25,12 @@ struct dump_thread {
 
 /* Dump every process of o->pids to stdout. Returns the exit code. */
 int dump_main(const struct options *o);
-/* Every thread of every interpreter, in list order (newest first); -1 on error. */
+/* Every thread of every interpreter, in list order (newest first); a negative errno on error. */
 int dump_threads(const struct target *t, struct dump_thread *out, int max);
 /*
  * The stack of thread state `tstate` as the BPF walker records it: frames
  * leaf first, stack_id as the BPF side computes it; *flags gets
- * TB_SF_PARTIAL and TB_SF_TRUNCATED. -1 if it has no Python frame.
+ * TB_SF_PARTIAL and TB_SF_TRUNCATED. -ENOENT if it has no Python frame.
  */
 int dump_stack(const struct target *t, uint64_t tstate, struct tb_stack *rec, uint32_t *flags);
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* dump: thread names, --locals, --json; see dump_more.h. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -73,7 +74,7 @@ static int64_t arg_slots(const uint8_t *co, const struct pyobj_layout *o)
 	return (int64_t)argc + kw + !!(flags & CO_VARARGS) + !!(flags & CO_VARKEYWORDS);
 }
 
-/* The bound locals of a frame, in localsplus order; how many, or -1. */
+/* The bound locals of a frame, in localsplus order; how many, or a negative errno. */
 static int read_locals(const struct target *t, uint64_t code, uint64_t frame,
 		       struct local *out, int max)
 {
@@ -83,11 +84,12 @@ static int read_locals(const struct target *t, uint64_t code, uint64_t frame,
 	int64_t n, nargs, i;
 	int got = 0;
 
-	if (!pyobj_usable(t) || !frame || o->co_localspluskinds + 8 > (int)sizeof(co) ||
-	    remote_read(t->pid, code, co, o->co_localspluskinds + 8) ||
+	if (!pyobj_usable(t) || !frame || o->co_localspluskinds + 8 > (int)sizeof(co))
+		return -ENOTSUP;
+	if (remote_read(t->pid, code, co, o->co_localspluskinds + 8) ||
 	    remote_read(t->pid, u64_at(co, o->co_localsplusnames) + o->var_size, &n, 8) ||
 	    n < 0)
-		return -1;
+		return -EFAULT;
 	if (n > MAX_LOCALS)
 		n = MAX_LOCALS;
 	nargs = arg_slots(co, o);
@@ -96,7 +98,7 @@ static int read_locals(const struct target *t, uint64_t code, uint64_t frame,
 		  remote_read(t->pid, u64_at(co, o->co_localspluskinds) + t->layout.str.bytes_data,
 			      kinds, n) ||
 		  remote_read(t->pid, frame + o->fr_localsplus, vals, n * 8)))
-		return -1;
+		return -EFAULT;
 	for (i = 0; i < n && got < max; i++) {
 		uint64_t v = stackref_obj(vals[i], o->ref_tags);
 

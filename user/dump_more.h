@@ -20,6 +20,7 @@ struct stack {
 	uint32_t depth;
 	int partial;		/* a frame could not be read */
 	int truncated;		/* deeper than TB_MAX_DEPTH */
+	uint64_t id;		/* the stack id a sample of it has (tb_chain_id) */
 };
 
 struct dump_ctx {

@@ -135,7 +135,7 @@ void ingest_seed_offcpu(struct ingest *in, struct target *t, uint64_t since)
 	uint32_t flags;
 	int n, i;
 
-	if (in->opt->mode != TB_MODE_WALL || t->layout.walk.pidns_ino)
+	if (in->opt->mode != TB_MODE_WALL || t->layout.walk.addr.pidns_ino)
 		return;
 	n = dump_threads(t, th, DUMP_MAX_THREADS);
 	for (i = 0; i < n; i++) {
@@ -549,10 +549,10 @@ static const char *thread_name(void *ctx, uint32_t target, uint32_t tid)
 static int kernel_frames(void *ctx, int32_t kstack, const char **names, int max)
 {
 	struct ingest *in = ctx;
-	uint64_t ips[127];
+	uint64_t ips[TB_KSTACK_DEPTH];
 	int n;
 
-	n = sampler_kstack(in->sampler, kstack, ips, max < 127 ? max : 127);
+	n = sampler_kstack(in->sampler, kstack, ips, max < TB_KSTACK_DEPTH ? max : TB_KSTACK_DEPTH);
 	in->kstacks.tick = in->opt->event->tick;
 	return kstack_names(&in->kstacks, ips, n, names);
 }

@@ -214,7 +214,7 @@ static const struct pyobj_layout obj_facts[] = {
 static const struct py_layout builtin[] = {
 	{
 		.version = 0x030b0000, .source = "built-in table (3.11)",
-		.walk = {
+		.walk.off = {
 			.exec_mask = ~0ULL,
 			.rt_interp_head = 40, .interp_next = 0, .interp_threads_head = 16,
 			.ts_next = 8, .ts_interp = 16, .ts_native_tid = 160,
@@ -226,8 +226,8 @@ static const struct py_layout builtin[] = {
 			/* no co_version: qualname and linetable pointers identify the code */
 			.co_fp = 128, .co_fp2 = 136,
 			.owner_skip = 0xff, .owner_stop = TB_NO_OWNER, .owner_max = 2,
-			.bottom_shim = 0, .fr_entry = 68,	/* no shims: is_entry marks the bottom */
-			.prev_instr = 1,
+			.fr_entry = 68,	/* no shims: is_entry marks the bottom */
+			.features = TB_F_CFRAME | TB_F_LATE_LINK | TB_F_ENTRY_FLAG,
 			/* frame words: co_nlocalsplus + co_stacksize + 9 specials */
 			.co_fs_a = 76, .co_fs_b = 68, .co_fs_add = 9,
 			.ts_exc = 96,		/* curexc_type */
@@ -243,7 +243,7 @@ static const struct py_layout builtin[] = {
 	},
 	{
 		.version = 0x030c0000, .source = "built-in table (3.12)",
-		.walk = {
+		.walk.off = {
 			.exec_mask = ~0ULL,
 			.rt_interp_head = 40, .interp_next = 0, .interp_threads_head = 72,
 			.ts_next = 8, .ts_interp = 16, .ts_native_tid = 144,
@@ -253,8 +253,8 @@ static const struct py_layout builtin[] = {
 			.co_type = 8, .co_adaptive = 192,
 			.co_fp = 92, .co_fp2 = NO,
 			.owner_skip = 3, .owner_stop = TB_NO_OWNER, .owner_max = 3,
-			.bottom_shim = 1, .fr_entry = NO,	/* every chain ends in an entry shim */
-			.prev_instr = 1,
+			.fr_entry = NO,	/* every chain ends in an entry shim */
+			.features = TB_F_CFRAME | TB_F_LATE_LINK | TB_F_BOTTOM_SHIM,
 			.co_fs_a = 76, .co_fs_b = NO, .co_fs_add = 0,	/* co_framesize */
 			.ts_exc = 96,		/* current_exception */
 			.gil_holder = 8, .gil_locked = 16,
@@ -322,7 +322,7 @@ static uint16_t min16(uint16_t a, uint16_t b)
 /* Read sizes that cover every field the walker takes from one read. */
 static int finish(struct py_layout *l)
 {
-	struct tb_walk *w = &l->walk;
+	struct tb_offsets *w = &l->walk.off;
 	uint16_t fp2 = w->co_fp2 == NO ? 0 : w->co_fp2 + 4;
 
 	/* Offsets near 0xffff would wrap the u16 sums below. */
@@ -415,12 +415,12 @@ static int gil_gc(const uint8_t *b, const struct dbg_pos *p, uint64_t is,
 	    gc + coll >= is || gc + coll > 0xfffe)
 		return -1;
 	l->gil_in_runtime = NO;
-	l->walk.gil_locked = (uint16_t)(locked - gil);
-	l->walk.gil_holder = (uint16_t)(holder - gil);
+	l->walk.off.gil_locked = (uint16_t)(locked - gil);
+	l->walk.off.gil_holder = (uint16_t)(holder - gil);
 	l->gc_collecting = (uint16_t)(gc + coll);
 	if (p->ts_exc != NO)
 		bad |= field(b, p->ts_exc, rd(b, p->ts_size), 8, &ts_exc);
-	l->walk.ts_exc = ts_exc;
+	l->walk.off.ts_exc = ts_exc;
 	return bad;
 }
 
@@ -465,7 +465,7 @@ static int parse_debug(const uint8_t *b, const struct ver_row *r, struct py_layo
 {
 	const struct dbg_pos *p = r->pos;
 	const struct ver_extra *x = r->extra;
-	struct tb_walk *w = &l->walk;
+	struct tb_offsets *w = &l->walk.off;
 	uint64_t is = rd(b, p->is_size), ts = rd(b, p->ts_size), fr = rd(b, p->fr_size);
 	uint64_t co = rd(b, p->co_size), by = rd(b, p->by_size), st = rd(b, p->st_size);
 	uint16_t ascii = 0;
@@ -501,6 +501,7 @@ static int parse_debug(const uint8_t *b, const struct ver_row *r, struct py_layo
 	if (p->is_code_gen != NO) {
 		bad |= field(b, p->is_code_gen, is, 8, &l->interp_code_gen);
 		l->code_gen_size = 8;
+		w->features |= TB_F_CODE_DEATHS;	/* code_object_generation */
 	} else if (x->func_version != NO && is >= x->interp_min && is <= x->interp_max) {
 		l->interp_code_gen = x->func_version;
 		l->code_gen_size = 4;
@@ -518,7 +519,7 @@ static int parse_debug(const uint8_t *b, const struct ver_row *r, struct py_layo
 	w->owner_skip = x->owner_skip;
 	w->owner_stop = x->owner_stop;
 	w->owner_max = x->owner_max;
-	w->bottom_shim = 1;	/* entry frames (3.13, 3.14) or the sentinel (3.15) */
+	w->features |= TB_F_BOTTOM_SHIM; /* entry frames (3.13, 3.14) or the sentinel (3.15) */
 	w->fr_entry = NO;
 	w->co_fs_a = w->co_fs_b = NO;	/* 3.13+ link a frame before it is current */
 	l->co_size = (uint16_t)co;
@@ -800,10 +801,10 @@ static uint64_t main_interp(const struct py_layout *l, layout_read_fn rd, void *
 	uint64_t interp = 0, next;
 	int i;
 
-	if (rd(ctx, w->runtime_addr + w->rt_interp_head, &interp, sizeof(interp)))
+	if (rd(ctx, w->addr.runtime_addr + w->off.rt_interp_head, &interp, sizeof(interp)))
 		return 0;
 	for (i = 0; interp && i < TB_MAX_INTERPS; i++) {
-		if (rd(ctx, interp + w->interp_next, &next, sizeof(next)))
+		if (rd(ctx, interp + w->off.interp_next, &next, sizeof(next)))
 			return 0;
 		if (!next)
 			return interp;
@@ -826,26 +827,26 @@ int layout_bind_status(struct py_layout *l, const struct layout_addrs *a, layout
 	if (!interp)
 		return 0;
 	if (l->gil_in_runtime != NO)
-		gil = w->runtime_addr + l->gil_in_runtime;
+		gil = w->addr.runtime_addr + l->gil_in_runtime;
 	else if (rd(ctx, interp + l->gil_ptr_in_interp, &gil, sizeof(gil)))
 		gil = 0;
-	w->gil_addr = gil;
-	w->gc_addr = l->gc_collecting ? interp + l->gc_collecting : 0;
-	w->code_gen_size = l->code_gen_size;
+	w->addr.gil_addr = gil;
+	w->addr.gc_addr = l->gc_collecting ? interp + l->gc_collecting : 0;
+	w->addr.code_gen_size = l->code_gen_size;
 	if (l->interp_code_gen != NO)
-		w->code_gen_addr = interp + l->interp_code_gen;
+		w->addr.code_gen_addr = interp + l->interp_code_gen;
 	else if (l->code_gen_symbol)
-		w->code_gen_addr = a->sym[LAYOUT_SYM_FUNC_VERSION];
-	w->main_interp = l->code_gen_symbol ? 0 : interp;
-	if (!w->code_gen_addr)
-		w->code_gen_size = 0;
+		w->addr.code_gen_addr = a->sym[LAYOUT_SYM_FUNC_VERSION];
+	w->addr.main_interp = l->code_gen_symbol ? 0 : interp;
+	if (!w->addr.code_gen_addr)
+		w->addr.code_gen_size = 0;
 	return gil != 0;
 }
 
 int layout_bind(struct py_layout *l, const struct layout_addrs *a, layout_read_fn rd,
 		void *ctx)
 {
-	l->walk.runtime_addr = a->runtime;
-	l->walk.code_type_addr = a->code_type;
+	l->walk.addr.runtime_addr = a->runtime;
+	l->walk.addr.code_type_addr = a->code_type;
 	return layout_bind_status(l, a, rd, ctx);
 }

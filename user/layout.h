@@ -62,7 +62,7 @@ struct py_layout {
 	uint32_t version;	/* PY_VERSION_HEX; only layout.c takes it apart */
 	char name[24];		/* the version for people: "3.13.0", "3.10", "3.13.0t" */
 	const char *source;	/* where the offsets came from, for -v */
-	struct tb_walk walk;	/* runtime_addr/code_type_addr are per process */
+	struct tb_walk walk;	/* walk.off; walk.addr is per process (target.c) */
 	uint16_t co_size;	/* bytes of a code object to read */
 	uint16_t co_filename;
 	uint16_t co_name;

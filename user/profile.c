@@ -107,7 +107,7 @@ static const char *marker(uint32_t flags)
 	return NULL;
 }
 
-#define MAX_KFRAMES 127
+#define MAX_KFRAMES TB_KSTACK_DEPTH
 
 /* Frames around the Python ones: thread root, truncation marker. */
 static int prefix_frames(struct resolved *r, struct rsample *s, const struct agg_key *k,

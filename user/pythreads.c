@@ -94,11 +94,11 @@ int pythreads_read(const struct target *t, struct pythreads_cache *c, struct pyt
 	int i, n = 0;
 
 	if (!pyobj_usable(t) ||
-	    remote_read(t->pid, w->runtime_addr + w->rt_interp_head, &interp, 8))
+	    remote_read(t->pid, w->addr.runtime_addr + w->off.rt_interp_head, &interp, 8))
 		return -1;
 	for (i = 0; i < TB_MAX_INTERPS && interp && n < max; i++) {
 		n += read_interp(t, c, interp, out + n, max - n);
-		if (remote_read(t->pid, interp + w->interp_next, &interp, 8))
+		if (remote_read(t->pid, interp + w->off.interp_next, &interp, 8))
 			break;
 	}
 	return n;

@@ -85,13 +85,15 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 	libbpf_set_print(libbpf_quiet);
 	s->ncpus = libbpf_num_possible_cpus();
 	if (s->ncpus <= 0) {
-		snprintf(err, errlen, "cannot count CPUs: %s (is /sys mounted?)", strerror(-s->ncpus));
-		return -1;
+		ret = s->ncpus < 0 ? s->ncpus : -ENODEV;
+		snprintf(err, errlen, "cannot count CPUs: %s (is /sys mounted?)", strerror(-ret));
+		return ret;
 	}
 	s->skel = tachyon_bpf__open_opts(&open_opts);
 	if (!s->skel) {
-		snprintf(err, errlen, "cannot open the BPF object: %s (rebuild with make)", strerror(errno));
-		return -1;
+		ret = -errno;
+		snprintf(err, errlen, "cannot open the BPF object: %s (rebuild with make)", strerror(-ret));
+		return ret;
 	}
 	s->rb_bytes = ringbuf_size(o, s->ncpus);
 	bpf_map__set_max_entries(s->skel->maps.scratch, s->ncpus);
@@ -103,7 +105,7 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 	s->count_vals = calloc(s->counts_max, sizeof(*s->count_vals));
 	if (!s->count_keys || !s->count_vals) {
 		snprintf(err, errlen, "out of memory");
-		return -1;
+		return -ENOMEM;
 	}
 	if (o->kernel_stacks)
 		bpf_map__set_max_entries(s->skel->maps.kstacks, 16384);
@@ -130,19 +132,21 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 	if (ret) {
 		snprintf(err, errlen, "cannot load the BPF program: %s (run with -v for the verifier log; needs Linux >= 5.17 with BTF)",
 			 strerror(-ret));
-		return -1;
+		return ret;
 	}
 	s->counts_cur = 0;	/* count_slot holds `counts` from the load on */
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), o->on_record, o->ctx, NULL);
 	if (!s->rb) {
-		snprintf(err, errlen, "cannot map the ring buffer: %s (check RLIMIT_MEMLOCK)", strerror(errno));
-		return -1;
+		ret = -errno;
+		snprintf(err, errlen, "cannot map the ring buffer: %s (check RLIMIT_MEMLOCK)",
+			 strerror(-ret));
+		return ret;
 	}
 	ret = tachyon_bpf__attach(s->skel);	/* the tracepoints; perf events come later */
 	if (ret) {
 		snprintf(err, errlen, "cannot attach the scheduler tracepoints: %s (needs BTF-enabled tracing, Linux >= 5.17)",
 			 strerror(-ret));
-		return -1;
+		return ret;
 	}
 	/* Only when asked: they cost two clock reads on every run of every
 	 * BPF program on the machine, not just ours. */
@@ -162,7 +166,7 @@ static int online_cpus(int *cpus, int max)
 	char sep;
 
 	if (!f)
-		return -1;
+		return -errno;
 	while (fscanf(f, "%d", &a) == 1) {
 		b = a;
 		if (fscanf(f, "%c", &sep) == 1 && sep == '-') {
@@ -223,7 +227,7 @@ static int grow_links(struct sampler *s, int want)
 	if (t)
 		s->tids = t;
 	if (!l || !p || !t)
-		return -1;
+		return -ENOMEM;
 	s->cap = want;
 	return 0;
 }
@@ -231,36 +235,38 @@ static int grow_links(struct sampler *s, int want)
 static int attach_cpus(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen)
 {
 	int *cpus = calloc(s->ncpus, sizeof(int));
-	int n, i;
+	int n, i, ret;
 
 	if (!cpus || grow_links(s, s->ncpus)) {
 		free(cpus);
 		snprintf(err, errlen, "out of memory");
-		return -1;
+		return -ENOMEM;
 	}
 	n = online_cpus(cpus, s->ncpus);
 	if (n <= 0) {
 		free(cpus);
 		snprintf(err, errlen, "cannot read /sys/devices/system/cpu/online (is /sys mounted?)");
-		return -1;
+		return n < 0 ? n : -ENODEV;
 	}
 	for (i = 0; i < n; i++) {
 		int fd = open_event(o, cpus[i], -1);
 
 		if (fd < 0) {
+			ret = -errno;
 			snprintf(err, errlen, "perf_event_open(%s) on CPU %d failed: %s (check kernel.perf_event_paranoid and CAP_PERFMON)",
-				 o->event->name, cpus[i], strerror(errno));
+				 o->event->name, cpus[i], strerror(-ret));
 			free(cpus);
-			return -1;
+			return ret;
 		}
 		s->pfds[s->nlinks] = fd;
 		s->links[s->nlinks] = bpf_program__attach_perf_event(s->skel->progs.on_sample, fd);
 		if (!s->links[s->nlinks]) {
+			ret = -errno;
 			snprintf(err, errlen, "cannot attach to the perf event on CPU %d: %s",
-				 cpus[i], strerror(errno));
+				 cpus[i], strerror(-ret));
 			close(fd);
 			free(cpus);
-			return -1;
+			return ret;
 		}
 		s->nlinks++;
 	}
@@ -271,20 +277,21 @@ static int attach_cpus(struct sampler *s, const struct sampler_opts *o, char *er
 /*
  * A thread's own event, with the program set by ioctl rather than a BPF
  * link: one descriptor per thread, not two. Returns 1 if opened, 0 if the
- * thread is gone, -1 on error.
+ * thread is gone, a negative errno on error.
  */
 static int open_task(struct sampler *s, const struct sampler_opts *o, pid_t tid)
 {
-	int fd, prog = bpf_program__fd(s->skel->progs.on_sample);
+	int fd, ret, prog = bpf_program__fd(s->skel->progs.on_sample);
 
 	if (grow_links(s, s->nlinks + 1))
-		return -1;
+		return -ENOMEM;
 	fd = open_event(o, -1, tid);
 	if (fd < 0)
-		return errno == ESRCH ? 0 : -1;
+		return errno == ESRCH ? 0 : -errno;
 	if (ioctl(fd, PERF_EVENT_IOC_SET_BPF, prog) || ioctl(fd, PERF_EVENT_IOC_ENABLE, 0)) {
+		ret = -errno;
 		close(fd);
-		return -1;
+		return ret;
 	}
 	s->links[s->nlinks] = NULL;
 	s->tids[s->nlinks] = tid;
@@ -336,7 +343,7 @@ static int task_pass(struct sampler *s, const struct sampler_opts *o, pid_t pid,
 		}
 		ret = open_task(s, o, tid);
 		*opened += ret > 0;
-		ret = ret < 0 ? -1 : 0;
+		ret = ret < 0 ? ret : 0;
 	}
 	closedir(d);
 	return ret;
@@ -385,12 +392,14 @@ static void close_events(struct sampler *s)
 int sampler_follow(struct sampler *s, const struct sampler_opts *o, pid_t pid)
 {
 	struct sampler_opts one = *o;
+	int ret;
 
 	if (!s->per_task)
 		return 0;
 	one.tasks = &pid;
 	one.ntasks = 1;
-	return attach_tasks(s, &one) < 0 ? -1 : 0;
+	ret = attach_tasks(s, &one);
+	return ret < 0 ? ret : 0;
 }
 
 int sampler_attach(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen)
@@ -408,9 +417,9 @@ int sampler_attach(struct sampler *s, const struct sampler_opts *o, char *err, s
 	}
 	if (ret < 0) {
 		snprintf(err, errlen, "perf_event_open(%s) on a thread failed: %s (check kernel.perf_event_paranoid and CAP_PERFMON, or use --per-cpu)",
-			 o->event->name, strerror(errno));
+			 o->event->name, strerror(-ret));
 		close_events(s);
-		return -1;
+		return ret;
 	}
 	tb_warn("targets: more than %d threads: one %s event per CPU instead of one per thread (every CPU is interrupted; -e tick interrupts none)",
 		TB_MAX_TASK_EVENTS, o->event->name);
@@ -424,8 +433,8 @@ int sampler_add(struct sampler *s, pid_t pid, const struct tb_walk *w)
 	struct tb_walk v = *w;
 	__u32 key = (__u32)pid;
 
-	v.acked = 1;
-	v.incarnation = ++incarnations;
+	v.reg.acked = 1;
+	v.reg.incarnation = ++incarnations;
 	return bpf_map__update_elem(s->skel->maps.procs, &key, sizeof(key), &v, sizeof(v), BPF_ANY);
 }
 
@@ -453,7 +462,7 @@ int sampler_counters(struct sampler *s, uint64_t c[TB_NR_COUNTERS])
 
 	memset(c, 0, sz);
 	if (!v)
-		return -1;
+		return -ENOMEM;
 	ret = bpf_map__lookup_elem(s->skel->maps.counters, &zero, sizeof(zero), v,
 				   sz * s->ncpus, 0);
 	for (cpu = 0; !ret && cpu < s->ncpus; cpu++)
@@ -481,14 +490,14 @@ int sampler_prog_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt)
 
 int sampler_kstack(struct sampler *s, int32_t id, uint64_t *ips, int max)
 {
-	uint64_t buf[127] = {};
+	uint64_t buf[TB_KSTACK_DEPTH] = {};
 	__u32 key = (__u32)id;
 	int n;
 
 	if (id < 0 || bpf_map__lookup_elem(s->skel->maps.kstacks, &key, sizeof(key),
 					   buf, sizeof(buf), 0))
 		return 0;
-	for (n = 0; n < 127 && n < max && buf[n]; n++)
+	for (n = 0; n < TB_KSTACK_DEPTH && n < max && buf[n]; n++)
 		ips[n] = buf[n];
 	return n;
 }
@@ -535,7 +544,7 @@ int sampler_offcpu_away(struct sampler *s, struct hmap *ids)
 		if (bpf_map__lookup_elem(m, &key, sizeof(key), &v, sizeof(v), 0) || !v.away)
 			continue;
 		if (!hmap_put(ids, &v.stack_id, NULL))
-			return -1;
+			return -ENOMEM;
 	}
 	return 0;
 }
@@ -606,8 +615,9 @@ static int drain_counts(struct sampler *s, struct bpf_map *m, sampler_count_fn f
 		ret = bpf_map_lookup_and_delete_batch(fd, in, &batch, s->count_keys, s->count_vals,
 						      &n, NULL);
 		if (ret && errno != ENOENT) {
-			tb_warn("cannot read the in-kernel counts: %s", strerror(errno));
-			return -1;
+			ret = -errno;
+			tb_warn("cannot read the in-kernel counts: %s", strerror(-ret));
+			return ret;
 		}
 		for (i = 0; i < n; i++)
 			fn(ctx, &s->count_keys[i], s->count_vals[i]);
@@ -633,8 +643,10 @@ int sampler_read_counts(struct sampler *s, sampler_count_fn fn, void *ctx)
 	fd = bpf_map__fd(counts_map(s, next));
 	if (bpf_map__update_elem(s->skel->maps.count_slot, &zero, sizeof(zero), &fd, sizeof(fd),
 				 BPF_ANY)) {
-		tb_warn("cannot swap the in-kernel counts: %s", strerror(errno));
-		return -1;
+		int ret = -errno;
+
+		tb_warn("cannot swap the in-kernel counts: %s", strerror(-ret));
+		return ret;
 	}
 	s->counts_cur = next;
 	return drain_counts(s, counts_map(s, !next), fn, ctx);

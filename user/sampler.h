@@ -66,7 +66,7 @@ typedef void (*sampler_count_fn)(void *ctx, const struct tb_count_key *k, uint64
 
 int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen);
 int sampler_attach(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen);
-/* With per-task events: follow pid's threads too (0, or -1 with errno). */
+/* With per-task events: follow pid's threads too (0, or a negative errno). */
 int sampler_follow(struct sampler *s, const struct sampler_opts *o, pid_t pid);
 /*
  * Per-task events: every process that may exist without inheriting one has
@@ -114,7 +114,7 @@ int sampler_consume(struct sampler *s);
 /*
  * Swap the in-kernel counts map for the other one (the BPF side counts on
  * in that), and hand each (key, count) of the old one to fn, clearing it.
- * Returns the number of keys read, or -1.
+ * Returns the number of keys read, or a negative errno.
  */
 int sampler_read_counts(struct sampler *s, sampler_count_fn fn, void *ctx);
 void sampler_detach(struct sampler *s);

@@ -108,7 +108,7 @@ static void target_added(void *ctx, struct target *t)
 	tb_debug("pid %d: %s, Python %s", t->pid, t->name, t->version);
 	if (s->start_ns)
 		ingest_seed_offcpu(s->in, t, sampler_now_ns());
-	if (!t->layout.walk.gil_addr) {
+	if (!t->layout.walk.addr.gil_addr) {
 		s->status_pending = 1;
 		s->status_fast_until = mono_now() + STATUS_FAST_S;
 	}

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pystr.h"
+#include "pywalk.h"
 #include "remote.h"
 #include "symbols.h"
 
@@ -119,24 +120,15 @@ static uint32_t get32(const uint8_t *b, uint16_t off)
 	return v;
 }
 
-/* The fingerprint exactly as the BPF walker computes it. */
-static uint32_t fingerprint(const struct tb_walk *w, const uint8_t *code)
-{
-	uint32_t fp = get32(code, w->co_fp);
-
-	if (w->co_fp2 != TB_NO_OFFSET)
-		fp ^= get32(code, w->co_fp2);
-	return fp;
-}
-
-/* Is what we read still the code object the sample saw? */
+/* Is what we read still the code object the sample saw? Type and
+ * fingerprint by the walk's own rules (pywalk.h). */
 static int code_valid(const struct target *t, const struct pending *p)
 {
 	const struct tb_walk *w = &t->layout.walk;
 
-	if (w->code_type_addr && get64(p->code, w->co_type) != w->code_type_addr)
+	if (!tb_code_type_ok(w, p->code))
 		return 0;
-	return !p->key.fp || fingerprint(w, p->code) == p->key.fp;
+	return !p->key.fp || tb_code_fp(w, p->code, 0) == p->key.fp;
 }
 
 static size_t peek_len(uint64_t addr)

@@ -70,7 +70,7 @@ int target_refresh(struct target *t)
 {
 	struct layout_addrs a;
 
-	if (t->layout.walk.gil_addr)
+	if (t->layout.walk.addr.gil_addr)
 		return 0;
 	target_addrs(t, &a);
 	return layout_bind_status(&t->layout, &a, read_target, t);
@@ -185,8 +185,8 @@ static void read_pidns(struct target *t)
 		return;
 	if (mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino)
 		return;
-	t->layout.walk.pidns_dev = theirs.st_dev;
-	t->layout.walk.pidns_ino = theirs.st_ino;
+	t->layout.walk.addr.pidns_dev = theirs.st_dev;
+	t->layout.walk.addr.pidns_ino = theirs.st_ino;
 }
 
 static void read_cwd(struct target *t)

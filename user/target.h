@@ -20,7 +20,7 @@ struct target {
 	int pidfd;		/* readable when the process exits; -1 if none */
 	int exited;
 	struct py_location loc;
-	struct py_layout layout; /* walk.runtime_addr/code_type_addr filled in */
+	struct py_layout layout; /* walk.addr filled in */
 	char version[32];	/* "3.13.0" */
 	char name[64];		/* script or module, else executable: the root frame */
 	char cwd[PATH_MAX];	/* for shortening file names */

@@ -195,7 +195,7 @@ uint32_t targets_refresh(struct targets *ts, void (*changed)(void *ctx, struct t
 			continue;
 		if (target_refresh(t))
 			changed(ctx, t);
-		no_gil += !t->layout.walk.gil_addr;
+		no_gil += !t->layout.walk.addr.gil_addr;
 	}
 	return no_gil;
 }

@@ -26,7 +26,7 @@ static int inside(uint32_t off, uint32_t width, uint32_t size)
 	return off != TB_NO_OFFSET && off + width <= size;
 }
 
-static void check_walk(const struct tb_walk *w)
+static void check_walk(const struct tb_offsets *w)
 {
 	FUZZ_CHECK(w->ts_read <= TB_READ_MAX && w->fr_read <= TB_READ_MAX &&
 		   w->co_read <= TB_READ_MAX, "read sizes %u %u %u",
@@ -61,7 +61,7 @@ static void check_walk(const struct tb_walk *w)
 
 static void check_layout(const struct py_layout *l)
 {
-	const struct tb_walk *w = &l->walk;
+	const struct tb_offsets *w = &l->walk.off;
 
 	check_walk(w);
 	FUZZ_CHECK(l->co_size <= SYMBOLS_CODE_BUF,

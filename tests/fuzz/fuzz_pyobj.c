@@ -86,7 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (image[i] >> 48 == 0xa5a5)
 			image[i] = base + (image[i] & 0xffff) % IMAGE_MAX;
 	/* _PyRuntime at the image's start: pythreads walks from there */
-	t.layout.walk.runtime_addr = base;
+	t.layout.walk.addr.runtime_addr = base;
 	run(&t, base, outsz);
 	return 0;
 }

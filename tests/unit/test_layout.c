@@ -34,23 +34,23 @@ static void test_real_313(void **state)
 	assert_int_equal(layout_from_debug_offsets(buf, 584, 0, &l), LAYOUT_OK);
 	assert_int_equal(l.version, 0x030d00f0);
 	/* Values checked with gdb ptype /o on the same binary. */
-	assert_int_equal(l.walk.rt_interp_head, 632);
-	assert_int_equal(l.walk.interp_threads_head, 7344);
-	assert_int_equal(l.walk.interp_next, 7264);
-	assert_int_equal(l.walk.ts_next, 8);
-	assert_int_equal(l.walk.ts_frame, 72);
-	assert_int_equal(l.walk.ts_native_tid, 160);
-	assert_int_equal(l.walk.ts_status, 32);		/* _status, after eval_breaker */
-	assert_int_equal(l.walk.cframe_frame, TB_NO_OFFSET);
-	assert_int_equal(l.walk.fr_previous, 8);
-	assert_int_equal(l.walk.fr_code, 0);
-	assert_int_equal(l.walk.fr_instr, 56);
-	assert_int_equal(l.walk.fr_owner, 70);
-	assert_int_equal(l.walk.co_adaptive, 200);
-	assert_int_equal(l.walk.co_type, 8);
-	assert_int_equal(l.walk.co_fp, 92);
-	assert_int_equal(l.walk.owner_skip, 3);
-	assert_int_equal(l.walk.owner_max, 3);	/* CSTACK is the last owner */
+	assert_int_equal(l.walk.off.rt_interp_head, 632);
+	assert_int_equal(l.walk.off.interp_threads_head, 7344);
+	assert_int_equal(l.walk.off.interp_next, 7264);
+	assert_int_equal(l.walk.off.ts_next, 8);
+	assert_int_equal(l.walk.off.ts_frame, 72);
+	assert_int_equal(l.walk.off.ts_native_tid, 160);
+	assert_int_equal(l.walk.off.ts_status, 32);		/* _status, after eval_breaker */
+	assert_int_equal(l.walk.off.cframe_frame, TB_NO_OFFSET);
+	assert_int_equal(l.walk.off.fr_previous, 8);
+	assert_int_equal(l.walk.off.fr_code, 0);
+	assert_int_equal(l.walk.off.fr_instr, 56);
+	assert_int_equal(l.walk.off.fr_owner, 70);
+	assert_int_equal(l.walk.off.co_adaptive, 200);
+	assert_int_equal(l.walk.off.co_type, 8);
+	assert_int_equal(l.walk.off.co_fp, 92);
+	assert_int_equal(l.walk.off.owner_skip, 3);
+	assert_int_equal(l.walk.off.owner_max, 3);	/* CSTACK is the last owner */
 	assert_int_equal(l.co_qualname, 128);
 	assert_int_equal(l.co_filename, 112);
 	assert_int_equal(l.co_linetable, 136);
@@ -60,13 +60,13 @@ static void test_real_313(void **state)
 	assert_int_equal(l.str.state, 32);
 	assert_int_equal(l.str.bytes_data, 32);
 	/* One read each covers every field the walker takes. */
-	assert_int_equal(l.walk.ts_read, 168);
-	assert_int_equal(l.walk.fr_read, 71);
-	assert_int_equal(l.walk.co_read, 96);
+	assert_int_equal(l.walk.off.ts_read, 168);
+	assert_int_equal(l.walk.off.fr_read, 71);
+	assert_int_equal(l.walk.off.co_read, 96);
 	/* A caller's code object: co_version alone, one cache line. */
-	assert_int_equal(l.walk.co_fp_lo, 92);
-	assert_int_equal(l.walk.co_fp_read, 4);
-	assert_int_equal(l.walk.ts_interp, 16);
+	assert_int_equal(l.walk.off.co_fp_lo, 92);
+	assert_int_equal(l.walk.off.co_fp_read, 4);
+	assert_int_equal(l.walk.off.ts_interp, 16);
 	/* 3.13.0's interpreter state: func_state.next_version counts births. */
 	assert_int_equal(l.interp_code_gen, 17000);
 	assert_int_equal(l.code_gen_size, 4);
@@ -166,7 +166,7 @@ static void test_objects_314_315(void **state)
 		assert_int_equal(l.obj.interp_modules, real_314_315[i].modules);
 		assert_int_equal(l.obj.ts_thread_id, real_314_315[i].thread_id);
 		assert_int_equal(l.obj.ht_cached_keys, real_314_315[i].cached_keys);
-		assert_int_equal(l.walk.ts_native_tid, real_314_315[i].native_tid);
+		assert_int_equal(l.walk.off.ts_native_tid, real_314_315[i].native_tid);
 
 		put64(real_314_315[i].bad_pos, 1 << 20);
 		assert_int_equal(layout_from_debug_offsets(buf, real_314_315[i].len, 0, &l),
@@ -273,20 +273,20 @@ static void test_builtin_tables(void **state)
 
 	(void)state;
 	assert_int_equal(layout_from_version(0x030b07f0, 0, &l), LAYOUT_OK);
-	assert_int_equal(l.walk.cframe_frame, 8);
-	assert_int_equal(l.walk.cframe_prev, 16);
-	assert_int_equal(l.walk.owner_max, 2);
-	assert_int_equal(l.walk.fr_code, 32);
-	assert_int_equal(l.walk.co_fp2, 136);
-	assert_int_equal(l.walk.ts_status, TB_NO_OFFSET);	/* 3.11 has none */
+	assert_int_equal(l.walk.off.cframe_frame, 8);
+	assert_int_equal(l.walk.off.cframe_prev, 16);
+	assert_int_equal(l.walk.off.owner_max, 2);
+	assert_int_equal(l.walk.off.fr_code, 32);
+	assert_int_equal(l.walk.off.co_fp2, 136);
+	assert_int_equal(l.walk.off.ts_status, TB_NO_OFFSET);	/* 3.11 has none */
 	assert_int_equal(l.str.compact_size, 72);
 	assert_int_equal(layout_from_version(0x030c01f0, 0, &l), LAYOUT_OK);
-	assert_int_equal(l.walk.owner_skip, 3);
-	assert_int_equal(l.walk.owner_max, 3);
-	assert_int_equal(l.walk.cframe_frame, 0);
-	assert_int_equal(l.walk.cframe_prev, 8);
-	assert_int_equal(l.walk.ts_native_tid, 144);
-	assert_int_equal(l.walk.ts_status, 24);		/* gdb ptype /o on 3.12.1 */
+	assert_int_equal(l.walk.off.owner_skip, 3);
+	assert_int_equal(l.walk.off.owner_max, 3);
+	assert_int_equal(l.walk.off.cframe_frame, 0);
+	assert_int_equal(l.walk.off.cframe_prev, 8);
+	assert_int_equal(l.walk.off.ts_native_tid, 144);
+	assert_int_equal(l.walk.off.ts_status, 24);		/* gdb ptype /o on 3.12.1 */
 	assert_int_equal(layout_from_version(0x030a0df0, 0, &l), LAYOUT_UNSUPPORTED);
 	assert_int_equal(layout_from_version(0x030c00a1, 0, &l), LAYOUT_PRERELEASE);
 	assert_int_equal(layout_from_version(0x020700f0, 0, &l), LAYOUT_UNSUPPORTED);
