@@ -42,6 +42,7 @@ static void test_real_313(void **state)
 	assert_int_equal(l.walk.off.ts_native_tid, 160);
 	assert_int_equal(l.walk.off.ts_status, 32);		/* _status, after eval_breaker */
 	assert_int_equal(l.walk.off.cframe_frame, TB_NO_OFFSET);
+	assert_false(l.walk.off.features & TB_F_CFRAME);
 	assert_int_equal(l.walk.off.fr_previous, 8);
 	assert_int_equal(l.walk.off.fr_code, 0);
 	assert_int_equal(l.walk.off.fr_instr, 56);
@@ -274,6 +275,7 @@ static void test_builtin_tables(void **state)
 	(void)state;
 	assert_int_equal(layout_from_version(0x030b07f0, 0, &l), LAYOUT_OK);
 	assert_int_equal(l.walk.off.cframe_frame, 8);
+	assert_true(l.walk.off.features & TB_F_CFRAME);
 	assert_int_equal(l.walk.off.cframe_prev, 16);
 	assert_int_equal(l.walk.off.owner_max, 2);
 	assert_int_equal(l.walk.off.fr_code, 32);
@@ -348,7 +350,8 @@ static void test_resolve_rows(void **state)
 	assert_int_equal(resolve_num(0x030b07f0, "", &l), LAYOUT_OK);
 	assert_string_equal(l.source, "built-in table (3.11)");
 	assert_string_equal(l.name, "3.11.7");
-	assert_int_equal(l.walk.cframe_frame, 8);
+	assert_int_equal(l.walk.off.cframe_frame, 8);
+	assert_true(l.walk.off.features & TB_F_CFRAME);
 	assert_int_equal(resolve_num(0x030c01f0, "", &l), LAYOUT_OK);
 	assert_string_equal(l.source, "built-in table (3.12)");
 	assert_string_equal(l.name, "3.12.1");
@@ -368,7 +371,8 @@ static void test_resolve_rows(void **state)
 	}
 	assert_string_equal(l.source, "_Py_DebugOffsets");
 	assert_string_equal(l.name, "3.13.0");
-	assert_int_equal(l.walk.cframe_frame, TB_NO_OFFSET);
+	assert_int_equal(l.walk.off.cframe_frame, TB_NO_OFFSET);
+	assert_false(l.walk.off.features & TB_F_CFRAME);
 	/* Nothing tells the version. */
 	assert_int_equal(resolve_num(0, "", &l), LAYOUT_NO_VERSION);
 	assert_int_equal(resolve_num(0, "python", &l), LAYOUT_NO_VERSION);
@@ -487,37 +491,37 @@ static void test_bind(void **state)
 	/* 3.12: GIL through interp->ceval.gil; counter in the hidden global */
 	assert_int_equal(resolve_num(0x030c01f0, "", &l), LAYOUT_OK);
 	assert_int_equal(layout_bind(&l, &a, fake_read, &m), 0);	/* not up yet */
-	assert_int_equal(l.walk.runtime_addr, 0x1000);
-	assert_int_equal(l.walk.code_type_addr, 0x2000);
-	assert_int_equal(l.walk.gil_addr, 0);
+	assert_int_equal(l.walk.addr.runtime_addr, 0x1000);
+	assert_int_equal(l.walk.addr.code_type_addr, 0x2000);
+	assert_int_equal(l.walk.addr.gil_addr, 0);
 	fake_put(&m, 0x1000 + 40, 0x5000);	/* runtime -> interpreters.head */
 	fake_put(&m, 0x5000 + 0, 0x6000);	/* a subinterpreter is the head */
 	fake_put(&m, 0x6000 + 0, 0);		/* the main one is the last */
 	fake_put(&m, 0x6000 + 384, 0x9000);	/* ceval.gil */
 	assert_int_equal(layout_bind_status(&l, &a, fake_read, &m), 1);
-	assert_int_equal(l.walk.gil_addr, 0x9000);
-	assert_int_equal(l.walk.gc_addr, 0x6000 + 312);
-	assert_int_equal(l.walk.code_gen_addr, 0x7000);
-	assert_int_equal(l.walk.code_gen_size, 4);
-	assert_int_equal(l.walk.main_interp, 0);
+	assert_int_equal(l.walk.addr.gil_addr, 0x9000);
+	assert_int_equal(l.walk.addr.gc_addr, 0x6000 + 312);
+	assert_int_equal(l.walk.addr.code_gen_addr, 0x7000);
+	assert_int_equal(l.walk.addr.code_gen_size, 4);
+	assert_int_equal(l.walk.addr.main_interp, 0);
 	/* 3.11: the GIL inside _PyRuntime, no counter */
 	assert_int_equal(resolve_num(0x030b07f0, "", &l), LAYOUT_OK);
 	assert_int_equal(layout_bind(&l, &a, fake_read, &m), 1);
-	assert_int_equal(l.walk.gil_addr, 0x1000 + 360);
-	assert_int_equal(l.walk.code_gen_size, 0);
-	assert_int_equal(l.walk.main_interp, 0x6000);
+	assert_int_equal(l.walk.addr.gil_addr, 0x1000 + 360);
+	assert_int_equal(l.walk.addr.code_gen_size, 0);
+	assert_int_equal(l.walk.addr.main_interp, 0x6000);
 	/* 3.14: code_object_generation in the interpreter, 8 bytes */
 	memcpy(buf, debug_offsets_314, sizeof(debug_offsets_314));
 	assert_int_equal(resolve_buf(sizeof(debug_offsets_314), 0, &l), LAYOUT_OK);
 	m.n = 0;
-	fake_put(&m, 0x1000 + l.walk.rt_interp_head, 0x6000);
-	fake_put(&m, 0x6000 + l.walk.interp_next, 0);
+	fake_put(&m, 0x1000 + l.walk.off.rt_interp_head, 0x6000);
+	fake_put(&m, 0x6000 + l.walk.off.interp_next, 0);
 	fake_put(&m, 0x6000 + l.gil_ptr_in_interp, 0x9100);
 	assert_int_equal(layout_bind(&l, &a, fake_read, &m), 1);
-	assert_int_equal(l.walk.gil_addr, 0x9100);
-	assert_int_equal(l.walk.code_gen_addr, 0x6000 + l.interp_code_gen);
-	assert_int_equal(l.walk.code_gen_size, 8);
-	assert_int_equal(l.walk.main_interp, 0x6000);
+	assert_int_equal(l.walk.addr.gil_addr, 0x9100);
+	assert_int_equal(l.walk.addr.code_gen_addr, 0x6000 + l.interp_code_gen);
+	assert_int_equal(l.walk.addr.code_gen_size, 8);
+	assert_int_equal(l.walk.addr.main_interp, 0x6000);
 }
 
 int main(void)
