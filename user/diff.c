@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "diff.h"
+#include "util.h"
 #include "errors.h"
 #include "hmap.h"
 #include "output/output.h"
@@ -58,15 +59,8 @@ static struct dline *dset_get(struct dset *d, const char *stack, size_t len)
 		if (!strcmp(d->v[(uintptr_t)*slot - 1].stack, stack))
 			return &d->v[(uintptr_t)*slot - 1];
 	}
-	if (d->n == d->cap) {
-		size_t cap = d->cap ? d->cap * 2 : 1024;
-		struct dline *nv = realloc(d->v, cap * sizeof(*nv));
-
-		if (!nv)
-			goto oom;
-		d->v = nv;
-		d->cap = cap;
-	}
+	if (array_grow(&d->v, &d->cap, d->n + 1, sizeof(*d->v), 1024))
+		goto oom;
 	d->v[d->n] = (struct dline){ .stack = strdup(stack) };
 	if (!d->v[d->n].stack)
 		goto oom;
@@ -220,21 +214,15 @@ static int add_sample(struct resolved *r, const char *stack, uint64_t count)
 {
 	struct rsample *s = &r->samples[r->nsamples];
 	char *copy = strdup(stack), *tok, *save = NULL;
-	struct rframe **grown;
-	uint32_t cap = 0;
+	size_t cap = 0;
 
 	if (!copy)
 		return -ENOMEM;
 	*s = (struct rsample){ .count = count };
 	r->nsamples++;		/* counted now: resolved_free() frees its frames */
 	for (tok = strtok_r(copy, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
-		if (s->depth == cap) {
-			cap = cap ? cap * 2 : 16;
-			grown = realloc(s->frames, cap * sizeof(*grown));
-			if (!grown)
-				break;
-			s->frames = grown;
-		}
+		if (array_grow(&s->frames, &cap, (size_t)s->depth + 1, sizeof(*s->frames), 16))
+			break;
 		s->frames[s->depth] = frame_get(r, tok);
 		if (!s->frames[s->depth])
 			break;

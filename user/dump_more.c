@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "dump_more.h"
+#include "util.h"
 #include "output/emit.h"
 #include "proc.h"
 #include "pyobj.h"
@@ -33,14 +34,6 @@ void dump_thread_name(const struct target *t, const struct dump_ctx *dx, uint64_
 		snprintf(out, len, "%s", py);
 	else if (proc_comm(t->pid, (pid_t)tid, out, len))
 		snprintf(out, len, "?");
-}
-
-static uint64_t u64_at(const uint8_t *b, uint16_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, b + off, sizeof(v));
-	return v;
 }
 
 /* A cell's contents (cell and free variables); 0 if empty. */
@@ -87,15 +80,15 @@ static int read_locals(const struct target *t, uint64_t code, uint64_t frame,
 	if (!pyobj_usable(t) || !frame || o->co_localspluskinds + 8 > (int)sizeof(co))
 		return -ENOTSUP;
 	if (remote_read(t->pid, code, co, o->co_localspluskinds + 8) ||
-	    remote_read(t->pid, u64_at(co, o->co_localsplusnames) + o->var_size, &n, 8) ||
+	    remote_read(t->pid, load_u64(co + o->co_localsplusnames) + o->var_size, &n, 8) ||
 	    n < 0)
 		return -EFAULT;
 	if (n > MAX_LOCALS)
 		n = MAX_LOCALS;
 	nargs = arg_slots(co, o);
-	if (n && (remote_read(t->pid, u64_at(co, o->co_localsplusnames) + o->tuple_items, names,
+	if (n && (remote_read(t->pid, load_u64(co + o->co_localsplusnames) + o->tuple_items, names,
 			      n * 8) ||
-		  remote_read(t->pid, u64_at(co, o->co_localspluskinds) + t->layout.str.bytes_data,
+		  remote_read(t->pid, load_u64(co + o->co_localspluskinds) + t->layout.str.bytes_data,
 			      kinds, n) ||
 		  remote_read(t->pid, frame + o->fr_localsplus, vals, n * 8)))
 		return -EFAULT;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "clock.h"
+#include "util.h"
 #include "dump.h"
 #include "errors.h"
 #include "hmap.h"
@@ -344,15 +345,8 @@ void ingest_compact(struct ingest *in)
 
 static int add_pending(struct ingest *in, const struct agg_key *k, uint64_t weight)
 {
-	if (in->npend == in->pend_cap) {
-		size_t cap = in->pend_cap ? in->pend_cap * 2 : 256;
-		struct pend_sample *n = realloc(in->pend, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		in->pend = n;
-		in->pend_cap = cap;
-	}
+	if (array_grow(&in->pend, &in->pend_cap, in->npend + 1, sizeof(*in->pend), 256))
+		return -ENOMEM;
 	in->pend[in->npend++] = (struct pend_sample){ *k, weight };
 	return 0;
 }
@@ -371,15 +365,8 @@ static void note_thread(struct ingest *in, const struct agg_key *k)
 	slot = hmap_put(&in->thread_names, &tk, &added);
 	if (!slot || !added)
 		return;
-	if (in->nunnamed == in->unnamed_cap) {
-		size_t cap = in->unnamed_cap ? in->unnamed_cap * 2 : 64;
-		struct thread_key *g = realloc(in->unnamed, cap * sizeof(*g));
-
-		if (!g)
-			return;
-		in->unnamed = g;
-		in->unnamed_cap = cap;
-	}
+	if (array_grow(&in->unnamed, &in->unnamed_cap, in->nunnamed + 1, sizeof(*in->unnamed), 64))
+		return;
 	in->unnamed[in->nunnamed++] = tk;
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "errors.h"
+#include "util.h"
 #include "ksyms.h"
 
 static int cmp(const void *a, const void *b)
@@ -39,13 +40,8 @@ int ksyms_load(struct ksyms *k, const char *path)
 		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3 || !is_text(type) || !addr)
 			continue;
 		l = strlen(name) + 1;
-		if (k->n == cap) {
-			struct ksym *g = realloc(k->v, (cap = cap ? cap * 2 : 65536) * sizeof(*g));
-
-			if (!g)
-				break;
-			k->v = g;
-		}
+		if (array_grow(&k->v, &cap, k->n + 1, sizeof(*k->v), 65536))
+			break;
 		if (nlen + l > ncap) {
 			char *g = realloc(k->names, ncap = (ncap + l) * 2);
 

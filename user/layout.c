@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "layout.h"
+#include "util.h"
 
 #define PY_MINOR(v)	(((v) >> 16) & 0xff)
 #define PY_MAJOR(v)	(((v) >> 24) & 0xff)
@@ -372,19 +373,11 @@ static int layout_has_debug_offsets(uint32_t version)
 	return PY_MAJOR(version) == 3 && PY_MINOR(version) >= 13;
 }
 
-static uint64_t rd(const uint8_t *buf, uint16_t pos)
-{
-	uint64_t v;
-
-	memcpy(&v, buf + pos, 8);
-	return v;
-}
-
 /* A field offset must fit in a u16 and lie inside its struct. */
 /* A field of `width` bytes must lie wholly inside its struct of `size`. */
 static int field(const uint8_t *buf, uint16_t pos, uint64_t size, unsigned width, uint16_t *out)
 {
-	uint64_t v = rd(buf, pos);
+	uint64_t v = load_u64(buf + pos);
 
 	if (v > size || size - v < width || v > 0xfffe)
 		return -1;
@@ -404,9 +397,9 @@ static int check_version(uint32_t version, unsigned flags)
 static int gil_gc(const uint8_t *b, const struct dbg_pos *p, uint64_t is,
 		  const struct ver_extra *x, struct py_layout *l)
 {
-	uint64_t gil = rd(b, p->is_gil_state), gc = rd(b, p->is_gc);
-	uint64_t locked = rd(b, p->is_gil_locked), holder = rd(b, p->is_gil_holder);
-	uint64_t coll = rd(b, p->gc_collecting);
+	uint64_t gil = load_u64(b + p->is_gil_state), gc = load_u64(b + p->is_gc);
+	uint64_t locked = load_u64(b + p->is_gil_locked), holder = load_u64(b + p->is_gil_holder);
+	uint64_t coll = load_u64(b + p->gc_collecting);
 	uint16_t ts_exc = x->ts_exc;
 	int bad = 0;
 
@@ -419,7 +412,7 @@ static int gil_gc(const uint8_t *b, const struct dbg_pos *p, uint64_t is,
 	l->walk.off.gil_holder = (uint16_t)(holder - gil);
 	l->gc_collecting = (uint16_t)(gc + coll);
 	if (p->ts_exc != NO)
-		bad |= field(b, p->ts_exc, rd(b, p->ts_size), 8, &ts_exc);
+		bad |= field(b, p->ts_exc, load_u64(b + p->ts_size), 8, &ts_exc);
 	l->walk.off.ts_exc = ts_exc;
 	return bad;
 }
@@ -429,7 +422,7 @@ static int gil_gc(const uint8_t *b, const struct dbg_pos *p, uint64_t is,
 static void obj_from_debug(const uint8_t *b, const struct dbg_pos *p,
 			   const struct pyobj_layout *facts, struct pyobj_layout *o)
 {
-	uint64_t is = rd(b, p->is_size), fr = rd(b, p->fr_size), co = rd(b, p->co_size);
+	uint64_t is = load_u64(b + p->is_size), fr = load_u64(b + p->fr_size), co = load_u64(b + p->co_size);
 	uint16_t tu_size = 0;
 	int bad = 0;
 
@@ -440,22 +433,22 @@ static void obj_from_debug(const uint8_t *b, const struct dbg_pos *p,
 	if (p->is_modules == NO || o->managed == PYOBJ_NONE)
 		return;
 	bad |= field(b, p->is_modules, is, 8, &o->interp_modules);
-	bad |= field(b, p->ts_native_tid - 8, rd(b, p->ts_size), 8, &o->ts_thread_id);
+	bad |= field(b, p->ts_native_tid - 8, load_u64(b + p->ts_size), 8, &o->ts_thread_id);
 	bad |= field(b, p->fr_localsplus, fr, 0, &o->fr_localsplus);
 	bad |= field(b, p->co_argcount, co, 4, &o->co_argcount);
 	bad |= field(b, p->co_lsnames, co, 8, &o->co_localsplusnames);
 	bad |= field(b, p->co_lskinds, co, 8, &o->co_localspluskinds);
-	bad |= field(b, p->tp_name, rd(b, p->tp_name - 8), 8, &o->tp_name);
-	bad |= field(b, p->tp_flags, rd(b, p->tp_name - 8), 8, &o->tp_flags);
-	bad |= field(b, p->tu_items, rd(b, p->tu_items - 8), 0, &o->tuple_items);
-	bad |= field(b, p->tu_items + 8, rd(b, p->tu_items - 8), 8, &tu_size);
-	bad |= field(b, p->li_items, rd(b, p->li_items - 8), 8, &o->list_items);
-	bad |= field(b, p->li_size, rd(b, p->li_items - 8), 8, &o->var_size);
-	bad |= field(b, p->di_keys, rd(b, p->di_keys - 8), 8, &o->dict_keys);
-	bad |= field(b, p->di_values, rd(b, p->di_keys - 8), 8, &o->dict_values);
-	bad |= field(b, p->fl_val, rd(b, p->fl_val - 8), 8, &o->float_val);
-	bad |= field(b, p->lo_tag, rd(b, p->lo_tag - 8), 8, &o->long_size);
-	bad |= field(b, p->lo_digit, rd(b, p->lo_tag - 8), 0, &o->long_digits);
+	bad |= field(b, p->tp_name, load_u64(b + p->tp_name - 8), 8, &o->tp_name);
+	bad |= field(b, p->tp_flags, load_u64(b + p->tp_name - 8), 8, &o->tp_flags);
+	bad |= field(b, p->tu_items, load_u64(b + p->tu_items - 8), 0, &o->tuple_items);
+	bad |= field(b, p->tu_items + 8, load_u64(b + p->tu_items - 8), 8, &tu_size);
+	bad |= field(b, p->li_items, load_u64(b + p->li_items - 8), 8, &o->list_items);
+	bad |= field(b, p->li_size, load_u64(b + p->li_items - 8), 8, &o->var_size);
+	bad |= field(b, p->di_keys, load_u64(b + p->di_keys - 8), 8, &o->dict_keys);
+	bad |= field(b, p->di_values, load_u64(b + p->di_keys - 8), 8, &o->dict_values);
+	bad |= field(b, p->fl_val, load_u64(b + p->fl_val - 8), 8, &o->float_val);
+	bad |= field(b, p->lo_tag, load_u64(b + p->lo_tag - 8), 8, &o->long_size);
+	bad |= field(b, p->lo_digit, load_u64(b + p->lo_tag - 8), 0, &o->long_digits);
 	/* tuples and lists share one ob_size offset here */
 	if (bad || tu_size != o->var_size)
 		o->managed = PYOBJ_NONE;
@@ -466,13 +459,13 @@ static int parse_debug(const uint8_t *b, const struct ver_row *r, struct py_layo
 	const struct dbg_pos *p = r->pos;
 	const struct ver_extra *x = r->extra;
 	struct tb_offsets *w = &l->walk.off;
-	uint64_t is = rd(b, p->is_size), ts = rd(b, p->ts_size), fr = rd(b, p->fr_size);
-	uint64_t co = rd(b, p->co_size), by = rd(b, p->by_size), st = rd(b, p->st_size);
+	uint64_t is = load_u64(b + p->is_size), ts = load_u64(b + p->ts_size), fr = load_u64(b + p->fr_size);
+	uint64_t co = load_u64(b + p->co_size), by = load_u64(b + p->by_size), st = load_u64(b + p->st_size);
 	uint16_t ascii = 0;
 	int bad = 0;
 
-	w->rt_interp_head = (uint16_t)rd(b, p->rt_interp_head);
-	bad |= w->rt_interp_head != rd(b, p->rt_interp_head);
+	w->rt_interp_head = (uint16_t)load_u64(b + p->rt_interp_head);
+	bad |= w->rt_interp_head != load_u64(b + p->rt_interp_head);
 	bad |= field(b, p->is_next, is, 8, &w->interp_next);
 	bad |= field(b, p->is_threads_head, is, 8, &w->interp_threads_head);
 	bad |= field(b, p->ts_next, ts, 8, &w->ts_next);
@@ -555,7 +548,7 @@ int layout_from_debug_offsets(const void *buf, size_t len, unsigned flags,
 		return LAYOUT_UNSUPPORTED;
 	if (len < r.pos->total)
 		return LAYOUT_TRUNCATED;
-	free_threaded = rd(b, 16);
+	free_threaded = load_u64(b + 16);
 	if (free_threaded)
 		return LAYOUT_FREE_THREADED;
 	out->source = "_Py_DebugOffsets";

@@ -433,21 +433,6 @@ pid_t proc_tgid(pid_t tid)
 
 /* ---- the process's mappings, grouped by file ---- */
 
-static void *grow(void *arr, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap = *cap ? *cap * 2 : 64;
-	void *p;
-
-	if (need <= *cap)
-		return arr;
-	while (ncap < need)
-		ncap *= 2;
-	p = reallocarray(arr, ncap, elem);
-	if (p)
-		*cap = ncap;
-	return p;
-}
-
 static void maps_free(struct maps *mp)
 {
 	size_t i;
@@ -475,13 +460,13 @@ static struct object *find_object(struct maps *mp, const struct proc_map *m)
 
 static struct object *add_object(struct maps *mp, const struct proc_map *m)
 {
-	struct object *objs, *o;
+	struct object *o;
 
-	objs = grow(mp->objs, &mp->objcap, mp->nobjs + 1, sizeof(*objs));
-	if (!objs)
+	if (array_grow(&mp->objs, &mp->objcap, mp->nobjs + 1, sizeof(*mp->objs), 64)) {
+		errno = ENOMEM;
 		return NULL;
-	mp->objs = objs;
-	o = &objs[mp->nobjs];
+	}
+	o = &mp->objs[mp->nobjs];
 	memset(o, 0, sizeof(*o));
 	o->path = strdup(m->path);
 	if (!o->path)
@@ -497,13 +482,10 @@ static struct object *add_object(struct maps *mp, const struct proc_map *m)
 static int add_mapping(struct maps *mp, const struct proc_map *m)
 {
 	struct object *o;
-	struct vma *vmas;
 
-	vmas = grow(mp->vmas, &mp->vmacap, mp->nvmas + 1, sizeof(*vmas));
-	if (!vmas)
+	if (array_grow(&mp->vmas, &mp->vmacap, mp->nvmas + 1, sizeof(*mp->vmas), 64))
 		return -ENOMEM;
-	mp->vmas = vmas;
-	vmas[mp->nvmas++] = (struct vma){ m->start, m->end, m->perms[1] == 'w' };
+	mp->vmas[mp->nvmas++] = (struct vma){ m->start, m->end, m->perms[1] == 'w' };
 
 	/* Only real files can hold an interpreter ([vdso], anon_inode:, ...). */
 	if (!m->inode || m->path[0] != '/')

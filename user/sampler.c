@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include "errors.h"
+#include "util.h"
 #include "sampler.h"
 #include "tachyon.skel.h"
 
@@ -555,7 +556,8 @@ int sampler_offcpu_left(struct sampler *s, uint64_t now, struct offcpu_left **ou
 	struct tb_offcpu v;
 	__u32 key, next, *prev = NULL;
 	uint64_t period = s->skel->rodata->period_ns;
-	int n = 0, cap = 0;
+	size_t cap = 0;
+	int n = 0;
 
 	*out = NULL;
 	while (!bpf_map__get_next_key(m, prev, &next, sizeof(next))) {
@@ -564,13 +566,8 @@ int sampler_offcpu_left(struct sampler *s, uint64_t now, struct offcpu_left **ou
 		if (bpf_map__lookup_elem(m, &key, sizeof(key), &v, sizeof(v), 0) || !v.away ||
 		    now < v.since)
 			continue;
-		if (n == cap) {
-			struct offcpu_left *g = realloc(*out, (cap = cap ? cap * 2 : 64) * sizeof(**out));
-
-			if (!g)
-				break;
-			*out = g;
-		}
+		if (array_grow(out, &cap, (size_t)n + 1, sizeof(**out), 64))
+			break;
 		(*out)[n++] = (struct offcpu_left){ v.pid, key, v.flags, v.kstack, v.stack_id,
 						    (now - v.since + v.carry) / period };
 	}

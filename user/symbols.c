@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pystr.h"
+#include "util.h"
 #include "pywalk.h"
 #include "remote.h"
 #include "symbols.h"
@@ -102,22 +103,6 @@ static struct code_key key_of(const struct target *t, const struct tb_frame *f)
 	struct code_key k = { .target = t->id, .fp = f->fp, .addr = f->code };
 
 	return k;
-}
-
-static uint64_t get64(const uint8_t *b, uint16_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, b + off, 8);
-	return v;
-}
-
-static uint32_t get32(const uint8_t *b, uint16_t off)
-{
-	uint32_t v;
-
-	memcpy(&v, b + off, 4);
-	return v;
 }
 
 /* Is what we read still the code object the sample saw? Type and
@@ -268,10 +253,10 @@ static void read_batch(struct symbols *s, const struct target *t, struct pending
 		memset(p[i].obj, 0, sizeof(p[i].obj));
 		if (!req[i].ok || !code_valid(t, &p[i]))
 			continue;
-		p[i].ci->firstlineno = (int32_t)get32(p[i].code, l->co_firstlineno);
-		p[i].obj[0].addr = get64(p[i].code, l->co_qualname);
-		p[i].obj[1].addr = get64(p[i].code, l->co_filename);
-		p[i].obj[2].addr = get64(p[i].code, l->co_linetable);
+		p[i].ci->firstlineno = (int32_t)load_u32(p[i].code + l->co_firstlineno);
+		p[i].obj[0].addr = load_u64(p[i].code + l->co_qualname);
+		p[i].obj[1].addr = load_u64(p[i].code + l->co_filename);
+		p[i].obj[2].addr = load_u64(p[i].code + l->co_linetable);
 		p[i].obj[2].is_bytes = 1;
 	}
 	peek_objects(t, p, n);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "clock.h"
+#include "util.h"
 #include "errors.h"
 #include "hmap.h"
 #include "proc.h"
@@ -215,15 +216,8 @@ void targets_discover_later(struct targets *ts, int32_t pid, int announce)
 		ts->disc[i].announce |= announce;
 		return;
 	}
-	if (ts->ndisc == ts->disc_cap) {
-		size_t cap = ts->disc_cap ? ts->disc_cap * 2 : 16;
-		struct discover *g = realloc(ts->disc, cap * sizeof(*g));
-
-		if (!g)
-			return;
-		ts->disc = g;
-		ts->disc_cap = cap;
-	}
+	if (array_grow(&ts->disc, &ts->disc_cap, ts->ndisc + 1, sizeof(*ts->disc), 16))
+		return;
 	ts->disc[ts->ndisc++] = (struct discover){ pid, 0, mono_now() + retry_after[0], announce };
 }
 

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "output/output.h"
+#include "util.h"
 #include "output/emit.h"
 
 #define HEAT_FUNCS	25		/* functions listed and shown */
@@ -202,15 +203,9 @@ static int read_text(const char *path, struct source *src)
 	src->buf[n] = 0;
 	for (i = 0; i <= n; i++) {
 		char *line = &src->buf[i];
-		char **g;
 
-		if (src->n == cap) {
-			cap = cap ? cap * 2 : 256;
-			g = realloc(src->lines, cap * sizeof(*g));
-			if (!g)
-				return -ENOMEM;
-			src->lines = g;
-		}
+		if (array_grow(&src->lines, &cap, src->n + 1, sizeof(*src->lines), 256))
+			return -ENOMEM;
 		src->lines[src->n++] = line;
 		i += strcspn(line, "\n");
 		src->buf[i < n ? i : n] = 0;

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "hmap.h"
+#include "util.h"
 #include "output/output.h"
 #include "output/emit.h"
 #include "output/pstats.h"
@@ -160,16 +161,9 @@ static struct pedge *edge_get(struct pcount *pc, uint32_t callee, uint32_t calle
 		return NULL;
 	if (!added)
 		return &pc->e[(uintptr_t)*slot - 1];
-	if (pc->ne == pc->cap) {
-		size_t cap = pc->cap ? pc->cap * 2 : 256;
-		struct pedge *nv = realloc(pc->e, cap * sizeof(*nv));
-
-		if (!nv) {
-			hmap_del(&pc->edges, key);
-			return NULL;
-		}
-		pc->e = nv;
-		pc->cap = cap;
+	if (array_grow(&pc->e, &pc->cap, pc->ne + 1, sizeof(*pc->e), 256)) {
+		hmap_del(&pc->edges, key);
+		return NULL;
 	}
 	pc->e[pc->ne] = (struct pedge){ .callee = callee, .caller = caller };
 	*slot = (void *)(uintptr_t)++pc->ne;
