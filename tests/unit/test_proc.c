@@ -151,12 +151,24 @@ static uint64_t remote_u64(pid_t pid, uint64_t addr)
 }
 
 /* PyTypeObject.tp_name is at +24 (refcnt, type, size) in a GIL build. */
+/*
+ * PyCode_Type's tp_name is a pointer the dynamic loader relocates: a
+ * process found as soon as libpython is mapped may still be in ld.so, so
+ * give it up to 3 s to get there (under load it took over 10 ms).
+ */
 static void assert_code_type(pid_t pid, uint64_t code_type)
 {
 	char name[8] = { 0 };
+	int i;
 
 	assert_true(code_type != 0);
-	remote_read(pid, remote_u64(pid, code_type + 24), name, 5);
+	for (i = 0; i < 300; i++) {
+		memset(name, 0, sizeof(name));
+		remote_read(pid, remote_u64(pid, code_type + 24), name, 5);
+		if (!strcmp(name, "code"))
+			break;
+		sleep_ms(10);
+	}
 	assert_string_equal(name, "code");
 }
 
