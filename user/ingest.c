@@ -329,8 +329,16 @@ void ingest_compact(struct ingest *in)
 		fold_target(in, t, 0);
 		symbols_evict(&in->sym, t->id);
 	}
-	/* ... including those it sent again while we were folding. */
+	/* ... including those it sent again while we were folding. Samples
+	 * counted in the kernel since the read above name stacks the BPF side
+	 * had marked sent: read them while their frames are still here (a
+	 * count keeps its stack), or they would wait for frames that come
+	 * only if the stack recurs, and hold their process out of every
+	 * later compaction (seen: 650 stacks kept over a 23 s run). */
 	sampler_forget_all_stacks(in->sampler);
+	ingest_read_counts(in);
+	sampler_consume(in->sampler);
+	ingest_flush(in, 0);
 	release_limbo(in);
 	/* Thread names are read again from now on: renames show. */
 	pythreads_cache_free(&in->pynames);
