@@ -44,6 +44,7 @@ enum {
 	OPT_JSON,
 	OPT_LOCALS,
 	OPT_BTF,
+	OPT_OPCODES,		/* issue 17 */
 	OPT_END,
 };
 
@@ -107,6 +108,9 @@ static const char usage_text[] =
 "      --function           one frame per function, not per line:\n"
 "                           'qualname (file:firstline)'\n"
 "      --nolineno           no line numbers: 'qualname (file)'\n"
+"      --opcodes[=all]      the bytecode instruction the leaf frame (every\n"
+"                           frame with =all) was executing, specialised\n"
+"                           names included: 'qualname (file:line) [BINARY_OP]'\n"
 "      --stats FILE         write the closing statistics as JSON to FILE\n"
 "      --summary            also print the top functions (self and total\n"
 "                           samples) to stderr at the end\n"
@@ -248,6 +252,7 @@ static const struct option longopts[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "locals", no_argument, NULL, OPT_LOCALS },
 	{ "btf", required_argument, NULL, OPT_BTF },
+	{ "opcodes", optional_argument, NULL, OPT_OPCODES },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -557,6 +562,22 @@ static int parse_app(const char *arg, struct options *o)
 	return 0;
 }
 
+/* --opcodes, --opcodes=leaf, --opcodes=all */
+static int parse_opcodes(const char *arg, struct options *o)
+{
+	if (!arg || !strcmp(arg, "leaf")) {
+		o->opcodes = OPCODES_LEAF;
+		return 0;
+	}
+	if (!strcmp(arg, "all")) {
+		o->opcodes = OPCODES_ALL;
+		return 0;
+	}
+	tb_error("--opcodes=%s: not 'leaf' or 'all' (use --opcodes for the leaf frame, --opcodes=all for every frame)",
+		 arg);
+	return -1;
+}
+
 /* issue 16: --function, --nolineno, dump --json, dump --locals */
 static int parse_issue16_opt(int c, struct options *o)
 {
@@ -594,6 +615,8 @@ static int parse_output_opt(int c, const char *arg, struct options *o)
 		return parse_app(arg, o);
 	case OPT_PUSH_INTERVAL:
 		return parse_push_interval(arg, o);
+	case OPT_OPCODES:
+		return parse_opcodes(arg, o);
 	}
 	return parse_issue16_opt(c, o);
 }

@@ -57,6 +57,7 @@ struct options {
 	unsigned layout_flags;
 	/* issue 16: frame lines, dump formats */
 	int line_mode;	/* enum frame_lines: --function, --nolineno */
+	int opcodes;	/* enum frame_opcodes: --opcodes[=all] */
 	int dump_json;		/* dump --json: py-spy's JSON shape */
 	int dump_locals;	/* dump --locals: arguments and locals of each frame */
 	const char *btf_path;	/* --btf: the kernel's types from this file */

@@ -74,6 +74,7 @@ struct ingest *ingest_new(const struct options *o, struct sampler *sampler, stru
 		errno = ENOMEM;
 		return NULL;
 	}
+	in->sym.opcodes = in->opt->opcodes != OPCODES_NONE;	/* bytecode read only then */
 	return in;
 }
 
@@ -174,7 +175,7 @@ static void resolve_opts_of(struct ingest *in, struct resolve_opts *ro)
 {
 	*ro = (struct resolve_opts){
 		.full_paths = in->opt->full_paths, .threads = in->opt->threads,
-		.line_mode = in->opt->line_mode,
+		.line_mode = in->opt->line_mode, .opcodes = in->opt->opcodes,
 		.gc_frames = in->opt->gc_frames,
 		/* --pids asks for the pid in a root frame: it needs the frame. */
 		.proc_root = in->opt->all_python || in->opt->subprocesses || in->opt->show_pids,

@@ -14,6 +14,7 @@
 #include <string.h>
 #include "layout.h"
 #include "util.h"
+#include "opcodes.gen.h"
 
 #define PY_MINOR(v)	(((v) >> 16) & 0xff)
 #define PY_MAJOR(v)	(((v) >> 24) & 0xff)
@@ -580,6 +581,37 @@ static int too_old(uint32_t version)
 {
 	return PY_MAJOR(version) < 3 ||
 	       (PY_MAJOR(version) == 3 && PY_MINOR(version) < oldest_minor());
+}
+
+/* The opcode tables of l's version (opcodes.gen.h), NULL if none. */
+static const struct opnames_row *opnames_of(const struct py_layout *l)
+{
+	size_t i;
+
+	for (i = 0; i < NELEM(opnames_rows); i++)
+		if (opnames_rows[i].major == PY_MAJOR(l->version) &&
+		    opnames_rows[i].minor == PY_MINOR(l->version))
+			return &opnames_rows[i];
+	return NULL;
+}
+
+unsigned layout_opcode_caches(const struct py_layout *l, unsigned op)
+{
+	const struct opnames_row *row = opnames_of(l);
+
+	return row && op < 256 ? row->caches[op] : 0;
+}
+
+const char *layout_opcode_name(const struct py_layout *l, unsigned op, char *buf,
+			       size_t len)
+{
+	const struct opnames_row *row = opnames_of(l);
+
+	if (row && op < 256 && row->names[op])
+		return row->names[op];
+	/* A byte no table names: a newer build, or memory read mid-change. */
+	snprintf(buf, len, "<op %u>", op);
+	return buf;
 }
 
 int layout_too_old(const struct py_layout *l)

@@ -206,6 +206,20 @@ int layout_too_old(const struct py_layout *l);
 /* Why Python l->name cannot be read, given layout_resolve()'s error:
  * "<why> (<what to do>)", for a one-line message. */
 void layout_explain(const struct py_layout *l, int err, char *buf, size_t len);
+/*
+ * The name the interpreter gives bytecode `op` (specialised and
+ * instrumented instructions included: "BINARY_OP_ADD_INT"), from tables
+ * generated from the real interpreters (scripts/gen-opcode-tables.py);
+ * "<op N>" in buf for a number the version does not name.
+ */
+const char *layout_opcode_name(const struct py_layout *l, unsigned op, char *buf,
+			       size_t len);
+/*
+ * Code units of inline cache that follow instruction `op` in the bytecode
+ * (not instructions: their bytes are the specialiser's data); 0 if the
+ * version has no table.
+ */
+unsigned layout_opcode_caches(const struct py_layout *l, unsigned op);
 /* "3.13.0", "3.14.0b2" */
 void py_version_str(uint32_t version, char *buf, size_t len);
 

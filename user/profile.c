@@ -178,16 +178,22 @@ static int resolve_one(struct resolved *r, const struct agg_key *k, uint64_t cou
 	}
 	for (i = sf->depth; i-- > 0;) {
 		const struct tb_frame *f = &sf->frames[i];
+		const struct code_info *ci = symbols_get(sym, t, f);
+		const char *op = NULL;
 		struct sym_frame sf2;
+		char opbuf[16];
 
-		symbols_frame(symbols_get(sym, t, f), f, t, o->full_paths, &sf2);
+		symbols_frame(ci, f, t, o->full_paths, &sf2);
 		if (sf2.hidden)
 			continue;
 		if (o->line_mode == LINES_FUNCTION)
 			sf2.line = sf2.firstlineno;
 		else if (o->line_mode == LINES_NONE)
 			sf2.line = RFRAME_NO_LINE;
-		s->frames[s->depth] = resolved_intern(r, sf2.name, sf2.file, sf2.line, sf2.firstlineno);
+		if (o->opcodes == OPCODES_ALL || (o->opcodes == OPCODES_LEAF && !i))
+			op = symbols_opcode(ci, f, t, opbuf, sizeof(opbuf));
+		s->frames[s->depth] = resolved_intern_op(r, sf2.name, sf2.file, sf2.line,
+							 sf2.firstlineno, op);
 		if (!s->frames[s->depth++])
 			return -ENOMEM;
 	}

@@ -40,6 +40,7 @@ struct profile {
 struct resolve_opts {
 	int full_paths;
 	int line_mode;	/* enum frame_lines */
+	int opcodes;	/* enum frame_opcodes */
 	int threads;		/* a root frame "thread TID NAME" */
 	int gc_frames;		/* a "<GC>" leaf on samples taken during a collection */
 	int proc_root;		/* a root frame naming the process */

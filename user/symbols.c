@@ -12,6 +12,7 @@
 #define OBJ_PEEK	256	/* bytes read speculatively per str/bytes object */
 #define MAX_STR		4096	/* characters kept of a name or file */
 #define MAX_LINETABLE	(1 << 20)
+#define MAX_CODE_UNITS	(1 << 20)	/* bytecode read with --opcodes, in units */
 
 struct code_key {
 	uint32_t target;
@@ -32,6 +33,8 @@ struct pending {
 	struct code_info *ci;
 	uint8_t code[TB_READ_MAX * 4];
 	struct obj_read obj[3];	/* qualname, filename, linetable */
+	uint8_t *bytecode;	/* --opcodes: co_code_adaptive, 2 bytes a unit */
+	uint32_t units;
 };
 
 static struct code_info unknown_code;
@@ -47,6 +50,7 @@ static void free_info(struct code_info *ci)
 	free(ci->qualname);
 	free(ci->filename);
 	linetable_free(&ci->lt);
+	free(ci->ops);
 	free(ci);
 }
 
@@ -124,13 +128,44 @@ static size_t peek_len(uint64_t addr)
 	return to_page < 64 ? 64 : (to_page < OBJ_PEEK ? to_page : OBJ_PEEK);
 }
 
-/* Round 2: the first bytes of each str/bytes object, in one batch. */
+/*
+ * The opcode of the instruction each code unit belongs to. A unit is an
+ * opcode byte and its argument, or inline cache (the specialiser's data)
+ * after the instruction: 3.11/3.12 leave a caller's index on the last cache
+ * unit of its CALL, which is still the CALL. A sys.monitoring or JIT
+ * stand-in (INSTRUMENTED_LINE) hides its instruction's caches: the units
+ * after it are then read as instructions, wrongly named but never past the
+ * end.
+ */
+static void keep_opcodes(const struct target *t, struct pending *p)
+{
+	uint32_t i = 0, end;
+	uint8_t op;
+
+	p->ci->ops = malloc(p->units);
+	if (!p->ci->ops)
+		return;
+	while (i < p->units) {
+		op = p->bytecode[2 * i];
+		end = i + 1 + layout_opcode_caches(&t->layout, op);
+		while (i < end && i < p->units)
+			p->ci->ops[i++] = op;
+	}
+	p->ci->nops = p->units;
+}
+
+/* Round 2: the first bytes of each str/bytes object, and with --opcodes
+ * the bytecode, in one batch. */
 static void peek_objects(const struct target *t, struct pending *p, int n)
 {
-	struct remote_req req[MAX_BATCH * 3];
+	const struct py_layout *l = &t->layout;
+	struct remote_req req[MAX_BATCH * 4];
 	int i, j, m = 0;
 
 	for (i = 0; i < n; i++) {
+		if (p[i].bytecode)
+			req[m++] = (struct remote_req){ p[i].key.addr + l->walk.off.co_adaptive,
+							p[i].bytecode, 2 * (size_t)p[i].units, 0 };
 		for (j = 0; j < 3; j++) {
 			struct obj_read *o = &p[i].obj[j];
 
@@ -145,6 +180,8 @@ static void peek_objects(const struct target *t, struct pending *p, int n)
 	}
 	remote_readv(t->pid, req, m);
 	for (i = 0, m = 0; i < n; i++) {
+		if (p[i].bytecode && req[m++].ok)
+			keep_opcodes(t, &p[i]);
 		for (j = 0; j < 3; j++) {
 			struct obj_read *o = &p[i].obj[j];
 
@@ -239,6 +276,19 @@ static void finish_one(const struct target *t, struct pending *p)
 	p->ci->hidden = !strcmp(p->ci->filename, "__init__") && !p->ci->firstlineno;
 }
 
+/* --opcodes: room for the bytecode (Py_SIZE of a code object is its
+ * length in code units), read with the strings. */
+static void want_bytecode(const struct target *t, struct pending *p)
+{
+	uint64_t units = load_u64(p->code + t->layout.obj.var_size);
+
+	if (!units || units > MAX_CODE_UNITS)
+		return;
+	p->bytecode = malloc(2 * units);
+	if (p->bytecode)
+		p->units = (uint32_t)units;
+}
+
 /* Read a batch of code objects: their headers, then their strings. */
 static void read_batch(struct symbols *s, const struct target *t, struct pending *p, int n)
 {
@@ -251,8 +301,11 @@ static void read_batch(struct symbols *s, const struct target *t, struct pending
 	remote_readv(t->pid, req, n);
 	for (i = 0; i < n; i++) {
 		memset(p[i].obj, 0, sizeof(p[i].obj));
+		p[i].bytecode = NULL;
 		if (!req[i].ok || !code_valid(t, &p[i]))
 			continue;
+		if (s->opcodes)
+			want_bytecode(t, &p[i]);
 		p[i].ci->firstlineno = (int32_t)load_u32(p[i].code + l->co_firstlineno);
 		p[i].obj[0].addr = load_u64(p[i].code + l->co_qualname);
 		p[i].obj[1].addr = load_u64(p[i].code + l->co_filename);
@@ -267,6 +320,7 @@ static void read_batch(struct symbols *s, const struct target *t, struct pending
 			s->failures++;
 		for (int j = 0; j < 3; j++)
 			free(p[i].obj[j].buf);
+		free(p[i].bytecode);
 	}
 	s->reads += n;
 }
@@ -323,6 +377,17 @@ const struct code_info *symbols_get(struct symbols *s, const struct target *t,
 	ci = *slot;
 	ci->epoch = s->epoch;
 	return ci;
+}
+
+const char *symbols_opcode(const struct code_info *ci, const struct tb_frame *f,
+			   const struct target *t, char *buf, size_t len)
+{
+	/* The index names the instruction being executed: 3.11/3.12's
+	 * prev_instr is set as an instruction starts, 3.13+'s instr_ptr
+	 * points at the current one. -1: not started, no instruction. */
+	if (!ci->ops || f->instr < 0 || (uint32_t)f->instr >= ci->nops)
+		return NULL;
+	return layout_opcode_name(&t->layout, ci->ops[f->instr], buf, len);
 }
 
 const char *symbols_short_path(const char *path, const char *cwd, size_t cwd_len)

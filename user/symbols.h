@@ -22,6 +22,10 @@ struct code_info {
 	int hidden;		/* an interpreter shim, not user code (3.13+ __init__ cleanup) */
 	uint32_t epoch;		/* the symbols epoch it was last used in */
 	struct linetable lt;
+	/* With --opcodes: the opcode byte of each code unit of the live
+	 * (specialised) bytecode as read; NULL if not read. */
+	uint8_t *ops;
+	uint32_t nops;
 };
 
 struct symbols {
@@ -29,6 +33,7 @@ struct symbols {
 	uint64_t lookups, reads, failures;
 	uint64_t evicted;	/* entries dropped as unused (symbols_evict) */
 	uint32_t epoch;		/* advanced by symbols_next_epoch */
+	int opcodes;		/* read each code object's bytecode too (--opcodes) */
 };
 
 int symbols_init(struct symbols *s);
@@ -60,6 +65,13 @@ struct sym_frame {
 
 void symbols_frame(const struct code_info *ci, const struct tb_frame *f,
 		   const struct target *t, int full_paths, struct sym_frame *out);
+/*
+ * The instruction frame f was executing, as its interpreter names it
+ * ("BINARY_OP_ADD_INT", "<op N>" in buf for an unnamed byte); NULL for a
+ * frame not started or when the bytecode was not read.
+ */
+const char *symbols_opcode(const struct code_info *ci, const struct tb_frame *f,
+			   const struct target *t, char *buf, size_t len);
 /* The short form of a file name, as py-spy shows it (exposed for tests). */
 const char *symbols_short_path(const char *path, const char *cwd, size_t cwd_len);
 

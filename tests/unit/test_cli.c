@@ -239,6 +239,12 @@ static void test_output_option_errors(void **state)
 	assert_int_equal(PARSE("-p", "1", "--pyroscope", "http://x", "--app", "a",
 			       "--push-interval", "ten"), 2);
 	assert_one_line("--push-interval ten");
+	assert_int_equal(PARSE("-p", "1", "--opcodes=some"), 2);
+	assert_one_line("--opcodes=some: not 'leaf' or 'all'");
+	assert_int_equal(PARSE("-p", "1", "--opcodes"), -1);
+	assert_int_equal(o.opcodes, OPCODES_LEAF);
+	assert_int_equal(PARSE("-p", "1", "--opcodes=all"), -1);
+	assert_int_equal(o.opcodes, OPCODES_ALL);
 }
 
 /* py-spy's command lines mean what they mean there. */

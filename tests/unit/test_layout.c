@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 #include "layout.h"
@@ -480,6 +481,51 @@ static void fake_put(struct fake_mem *m, uint64_t addr, uint64_t val)
 }
 
 /* Addresses of the main interpreter's GIL, GC flag and code counter. */
+/* Opcode names and cache sizes as each version's interpreter has them
+ * (user/opcodes.gen.h, generated from the real interpreters). */
+static void test_opcode_names(void **state)
+{
+	static const struct {
+		uint32_t version;
+		unsigned add_int, binary_op, binary_op_caches, unnamed;
+	} v[] = {
+		{ 0x030b07f0, 5, 122, 1, 181 },
+		{ 0x030c01f0, 7, 122, 1, 169 },
+		{ 0x030d00f0, 151, 45, 1, 119 },
+		{ 0x030e0af0, 130, 44, 5, 121 },
+		{ 0x030f02f0, 130, 42, 5, 120 },
+	};
+	struct py_layout l = { 0 };
+	char buf[16], want[16];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		l.version = v[i].version;
+		assert_string_equal(layout_opcode_name(&l, v[i].add_int, buf, sizeof(buf)),
+				    "BINARY_OP_ADD_INT");
+		assert_string_equal(layout_opcode_name(&l, v[i].binary_op, buf, sizeof(buf)),
+				    "BINARY_OP");
+		assert_int_equal(layout_opcode_caches(&l, v[i].binary_op), v[i].binary_op_caches);
+		/* a specialised instruction has its family's caches */
+		assert_int_equal(layout_opcode_caches(&l, v[i].add_int), v[i].binary_op_caches);
+		/* a byte no instruction has: named by number, never NULL */
+		snprintf(want, sizeof(want), "<op %u>", v[i].unnamed);
+		assert_string_equal(layout_opcode_name(&l, v[i].unnamed, buf, sizeof(buf)), want);
+		assert_int_equal(layout_opcode_caches(&l, v[i].unnamed), 0);
+	}
+	/* 3.12+ name their instrumented instructions */
+	l.version = 0x030c01f0;
+	assert_string_equal(layout_opcode_name(&l, 254, buf, sizeof(buf)), "INSTRUMENTED_LINE");
+	/* a version without a table, and numbers past a byte */
+	l.version = 0x030a00f0;
+	assert_string_equal(layout_opcode_name(&l, 5, buf, sizeof(buf)), "<op 5>");
+	assert_int_equal(layout_opcode_caches(&l, 5), 0);
+	l.version = 0x030c01f0;
+	assert_string_equal(layout_opcode_name(&l, 300, buf, sizeof(buf)), "<op 300>");
+	assert_int_equal(layout_opcode_caches(&l, 300), 0);
+}
+
 static void test_bind(void **state)
 {
 	struct layout_addrs a = { .runtime = 0x1000, .code_type = 0x2000 };
@@ -541,6 +587,7 @@ int main(void)
 		cmocka_unit_test(test_refusal),
 		cmocka_unit_test(test_symbols_wanted),
 		cmocka_unit_test(test_bind),
+		cmocka_unit_test(test_opcode_names),
 		cmocka_unit_test(test_objects_313),
 		cmocka_unit_test(test_objects_builtin),
 		cmocka_unit_test(test_objects_314_315),

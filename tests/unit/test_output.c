@@ -26,7 +26,7 @@ static void label(const char *qual, const char *file, int firstline, int instr,
 	struct tb_frame f = { .code = 0x1000, .instr = instr };
 
 	struct sym_frame sf;
-	struct rframe rf;
+	struct rframe rf = { 0 };
 
 	ci.qualname = (char *)qual;
 	ci.filename = (char *)file;
@@ -79,7 +79,7 @@ static void test_label_unknown(void **state)
 	struct code_info ci = { 0 };
 	struct tb_frame f = { .code = 0x7f00dead0000 };
 	struct sym_frame sf;
-	struct rframe rf;
+	struct rframe rf = { 0 };
 	char out[64];
 
 	(void)state;
@@ -99,6 +99,38 @@ static void test_label_truncates(void **state)
 	set_cwd("/");
 	label("a_very_long_function_name", "/f.py", 1, -1, 0, out, sizeof(out));
 	assert_int_equal(strlen(out), sizeof(out) - 1);
+}
+
+/* --opcodes: the instruction at the frame's index, caches included; none
+ * for a frame not started; an unnamed byte by number. */
+static void test_opcode_of_frame(void **state)
+{
+	/* 3.12: LOAD_FAST (124), BINARY_OP_ADD_INT (7) + 1 cache, a byte
+	 * 3.12 does not use (169) */
+	static const uint8_t ops[] = { 124, 7, 7, 169 };
+	struct code_info ci = { .addr = 0x1000, .ops = (uint8_t *)ops, .nops = 4 };
+	struct tb_frame f = { .code = 0x1000 };
+	struct rframe rf = { .name = (char *)"f", .file = (char *)"m.py", .line = 3 };
+	char buf[16], out[64];
+
+	(void)state;
+	tgt.layout.version = 0x030c01f0;
+	f.instr = 1;
+	assert_string_equal(symbols_opcode(&ci, &f, &tgt, buf, sizeof(buf)), "BINARY_OP_ADD_INT");
+	f.instr = 3;
+	assert_string_equal(symbols_opcode(&ci, &f, &tgt, buf, sizeof(buf)), "<op 169>");
+	f.instr = -1;
+	assert_null(symbols_opcode(&ci, &f, &tgt, buf, sizeof(buf)));
+	f.instr = 4;	/* past the bytecode read */
+	assert_null(symbols_opcode(&ci, &f, &tgt, buf, sizeof(buf)));
+	ci.ops = NULL;	/* not read (no --opcodes) */
+	f.instr = 1;
+	assert_null(symbols_opcode(&ci, &f, &tgt, buf, sizeof(buf)));
+	/* the collapsed label: "name (file:line) [OP]" */
+	rf.op = (char *)"BINARY_OP_ADD_INT";
+	collapsed_label(&rf, out, sizeof(out));
+	assert_string_equal(out, "f (m.py:3) [BINARY_OP_ADD_INT]");
+	tgt.layout.version = 0;
 }
 
 static void test_short_paths(void **state)
@@ -178,6 +210,7 @@ int main(void)
 		cmocka_unit_test(test_label_unknown),
 		cmocka_unit_test(test_label_truncates),
 		cmocka_unit_test(test_short_paths),
+		cmocka_unit_test(test_opcode_of_frame),
 		cmocka_unit_test(test_fold_and_write),
 		cmocka_unit_test(test_writer_table),
 	};

@@ -593,7 +593,7 @@ static void test_summary_top(void **state)
 	(void)state;
 	for (i = 0; i < 40; i++) {
 		snprintf(names[i], sizeof(names[i]), "fn%02d", i);
-		fr[i] = (struct rframe){ names[i], (char *)"m.py", i + 1, i + 1, (uint32_t)i };
+		fr[i] = (struct rframe){ names[i], (char *)"m.py", i + 1, i + 1, (uint32_t)i, NULL };
 		ptrs[i] = &fr[i];
 		stacks[i][0] = &fr[i];
 		smp[i] = (struct rsample){ .depth = 1, .count = 1, .frames = stacks[i] };
@@ -680,7 +680,7 @@ static void test_empty_profile(void **state)
 static void test_inconsistent_profile(void **state)
 {
 	struct resolved r = fixture();
-	struct rframe stray = { (char *)"x", (char *)"x.py", 1, 1, 2 };
+	struct rframe stray = { (char *)"x", (char *)"x.py", 1, 1, 2, NULL };
 	struct rframe *st[] = { &stray };
 	struct rsample smp = { .depth = 1, .count = 1, .frames = st };
 	FILE *f = fopen("/dev/null", "w");
@@ -730,7 +730,7 @@ static void test_big_profile(void **state)
 	for (i = 0; i < BIG_FRAMES; i++) {
 		snprintf(names[i], sizeof(names[i]), "func_%zu", i);
 		fr[i] = (struct rframe){ names[i], (char *)"big.py", (int32_t)i, (int32_t)i,
-					 (uint32_t)i };
+					 (uint32_t)i, NULL };
 		ptrs[i] = &fr[i];
 	}
 	for (i = 0; i < BIG_STACKS; i++) {

@@ -40,7 +40,7 @@ static size_t put_clean(char *out, size_t pos, size_t len, const char *s)
 
 void collapsed_label(const struct rframe *f, char *out, size_t len)
 {
-	char tail[32];
+	char tail[32], op[FRAME_OP_MAX];
 	size_t pos;
 
 	pos = put_clean(out, 0, len, f->name);
@@ -49,7 +49,9 @@ void collapsed_label(const struct rframe *f, char *out, size_t len)
 	pos = put_clean(out, pos, len, " (");
 	pos = put_clean(out, pos, len, f->file);
 	frame_tail(f, f->line, tail, sizeof(tail));
-	put_clean(out, pos, len, tail);
+	pos = put_clean(out, pos, len, tail);
+	frame_op_suffix(f, op, sizeof(op));
+	put_clean(out, pos, len, op);
 }
 
 static char *fold_one(const struct rsample *s)

@@ -190,8 +190,14 @@ static const char *pick_json(uint32_t cp, const char *s, size_t n, char *buf)
 
 void emit_json(struct emit *e, const char *s)
 {
+	emit_json_cat(e, s, "");
+}
+
+void emit_json_cat(struct emit *e, const char *s, const char *tail)
+{
 	emit_write(e, "\"", 1);
 	emit_escaped(e, s, pick_json);
+	emit_escaped(e, tail, pick_json);
 	emit_write(e, "\"", 1);
 }
 
@@ -206,6 +212,14 @@ void frame_tail(const struct rframe *f, int32_t line, char *out, size_t len)
 		snprintf(out, len, ")");
 	else
 		snprintf(out, len, ":%d)", line);
+}
+
+void frame_op_suffix(const struct rframe *f, char *out, size_t len)
+{
+	if (f->op)
+		snprintf(out, len, " [%s]", f->op);
+	else if (len)
+		out[0] = 0;
 }
 
 int frame_is_kernel(const struct rframe *f)
@@ -248,7 +262,12 @@ static int cmp_label(const void *a, const void *b)
 
 	if (c)
 		return c;
-	return x->line < y->line ? -1 : x->line > y->line;
+	if (x->line != y->line)
+		return x->line < y->line ? -1 : 1;
+	/* --opcodes: one line's instructions, in name order */
+	if (!x->op || !y->op)
+		return !!x->op - !!y->op;
+	return strcmp(x->op, y->op);
 }
 
 uint32_t *frames_rank(const struct resolved *r)

@@ -29,6 +29,8 @@ void emit_text(struct emit *e, const char *s);
 void emit_xml(struct emit *e, const char *s);
 /* A JSON string literal, quotes included. */
 void emit_json(struct emit *e, const char *s);
+/* One JSON string literal of s followed by tail. */
+void emit_json_cat(struct emit *e, const char *s, const char *tail);
 /* Flush; 0, or the first error as a negative errno. */
 int emit_done(struct emit *e);
 
@@ -67,6 +69,10 @@ int frame_is_marker(const struct rframe *f);
  * (--nolineno). `line` is the frame's line or its function's first line.
  */
 void frame_tail(const struct rframe *f, int32_t line, char *out, size_t len);
+/* " [BINARY_OP_ADD_INT]" after a label with --opcodes, else "". */
+void frame_op_suffix(const struct rframe *f, char *out, size_t len);
+/* Room for frame_op_suffix(): the longest names are about 45 bytes. */
+#define FRAME_OP_MAX	80
 /* A kernel function, "name [k]". */
 int frame_is_kernel(const struct rframe *f);
 

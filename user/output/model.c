@@ -6,7 +6,7 @@
 #include "output/model.h"
 #include "util.h"
 
-/* Interning key: frames are equal when name, file and line are. */
+/* Interning key: frames are equal when name, file, line and op are. */
 struct frame_key {
 	uint64_t hash;
 	int32_t line;
@@ -22,8 +22,19 @@ int resolved_init(struct resolved *r)
 	return 0;
 }
 
+static int same_op(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
 struct rframe *resolved_intern(struct resolved *r, const char *name, const char *file,
 			       int32_t line, int32_t firstlineno)
+{
+	return resolved_intern_op(r, name, file, line, firstlineno, NULL);
+}
+
+struct rframe *resolved_intern_op(struct resolved *r, const char *name, const char *file,
+				  int32_t line, int32_t firstlineno, const char *op)
 {
 	struct frame_key k = { .line = line };
 	struct rframe *f, **grown;
@@ -33,6 +44,8 @@ struct rframe *resolved_intern(struct resolved *r, const char *name, const char 
 
 	/* Hash both strings; collisions are resolved by comparing them below. */
 	k.hash = hash_bytes(name, nl) * 31 + hash_bytes(file, strlen(file));
+	if (op)
+		k.hash = k.hash * 31 + hash_bytes(op, strlen(op));
 	for (;;) {
 		slot = hmap_put(&r->index, &k, &added);
 		if (!slot)
@@ -40,7 +53,7 @@ struct rframe *resolved_intern(struct resolved *r, const char *name, const char 
 		if (added)
 			break;
 		f = *slot;
-		if (!strcmp(f->name, name) && !strcmp(f->file, file))
+		if (!strcmp(f->name, name) && !strcmp(f->file, file) && same_op(f->op, op))
 			return f;
 		k.pad++;	/* a different frame with the same hash: probe on */
 	}
@@ -56,10 +69,11 @@ struct rframe *resolved_intern(struct resolved *r, const char *name, const char 
 	f->file = strdup(file);
 	f->line = line;
 	f->firstlineno = firstlineno;
+	f->op = op ? strdup(op) : NULL;
 	f->id = (uint32_t)r->nframes;
 	r->frames[r->nframes++] = f;
 	*slot = f;
-	if (f->name && f->file)
+	if (f->name && f->file && (!op || f->op))
 		return f;
 nomem:
 	errno = ENOMEM;
@@ -85,7 +99,7 @@ static int copy_frames(const struct resolved *src, struct resolved *dst)
 	for (i = 0; i < src->nframes; i++) {
 		const struct rframe *f = src->frames[i];
 
-		if (!resolved_intern(dst, f->name, f->file, f->line, f->firstlineno))
+		if (!resolved_intern_op(dst, f->name, f->file, f->line, f->firstlineno, f->op))
 			return -ENOMEM;
 	}
 	return 0;
@@ -225,6 +239,7 @@ void resolved_free(struct resolved *r)
 	for (i = 0; i < r->nframes; i++) {
 		free(r->frames[i]->name);
 		free(r->frames[i]->file);
+		free(r->frames[i]->op);
 		free(r->frames[i]);
 	}
 	free(r->samples);

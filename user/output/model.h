@@ -26,6 +26,13 @@ enum frame_lines {
 	LINES_NONE,		/* --nolineno: no line, "name (file)" */
 };
 
+/* Which frames carry the instruction they were executing (--opcodes). */
+enum frame_opcodes {
+	OPCODES_NONE = 0,
+	OPCODES_LEAF,		/* --opcodes: the leaf frame */
+	OPCODES_ALL,		/* --opcodes=all: every Python frame */
+};
+
 /* What was true when a sample was taken (the model's own names). */
 enum rsample_flags {
 	RS_TRUNCATED = 1 << 0,	/* the stack was deeper than the walker goes */
@@ -43,6 +50,9 @@ struct rframe {
 	int32_t line;		/* RFRAME_NO_LINE with --nolineno */
 	int32_t firstlineno;
 	uint32_t id;		/* index in resolved.frames */
+	/* --opcodes: the instruction executing ("BINARY_OP_ADD_INT"), part of
+	 * the frame's identity; NULL without --opcodes or when unknown. */
+	char *op;
 };
 
 struct rproc {
@@ -92,6 +102,9 @@ void resolved_free(struct resolved *r);
 /* The frame (name, file, line), added if new. NULL with errno set. */
 struct rframe *resolved_intern(struct resolved *r, const char *name, const char *file,
 			       int32_t line, int32_t firstlineno);
+/* The same with the instruction executing (op may be NULL: as above). */
+struct rframe *resolved_intern_op(struct resolved *r, const char *name, const char *file,
+				  int32_t line, int32_t firstlineno, const char *op);
 /* A zeroed sample at the end (not yet counted in nsamples); NULL, ENOMEM. */
 struct rsample *resolved_slot(struct resolved *r);
 /* The process table: a copy of procs[0..n). */

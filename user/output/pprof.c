@@ -182,6 +182,12 @@ static void sample(struct pprof *p, const struct resolved *r, const struct rsamp
 	label_num(p, "tid", s->tid);
 	if (s->tname && s->tname[0])
 		label_str(p, "thread_name", s->tname);
+	for (j = s->depth; j-- > 0;) {	/* --opcodes: the Python leaf's instruction */
+		if (s->frames[j]->op) {
+			label_str(p, "opcode", s->frames[j]->op);
+			break;
+		}
+	}
 	pb_end(&p->pb, m);
 }
 

@@ -16,6 +16,16 @@
 #include "output/output.h"
 #include "output/emit.h"
 
+/* The name, and with --opcodes its instruction as in collapsed output:
+ * speedscope shows frames by name, so it must be there to tell them apart. */
+static void frame_name(struct emit *e, const struct rframe *f)
+{
+	char op[FRAME_OP_MAX];
+
+	frame_op_suffix(f, op, sizeof(op));
+	emit_json_cat(e, f->name, op);
+}
+
 static void frames(struct emit *e, const struct resolved *r)
 {
 	size_t i;
@@ -25,7 +35,7 @@ static void frames(struct emit *e, const struct resolved *r)
 		const struct rframe *f = r->frames[i];
 
 		emit_str(e, i ? ",\n{\"name\":" : "\n{\"name\":");
-		emit_json(e, f->name);
+		frame_name(e, f);
 		if (!frame_is_marker(f)) {
 			emit_str(e, ",\"file\":");
 			emit_json(e, f->file);

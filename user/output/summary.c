@@ -12,6 +12,7 @@
 #include "output/emit.h"
 
 #define SUMMARY_TOP 30
+#define SUMMARY_OPS 10	/* instructions listed with --opcodes */
 
 struct fstat {
 	uint64_t self;
@@ -68,6 +69,59 @@ static void row(struct emit *e, const struct resolved *r, const struct fstat *f,
 	emit_str(e, "\n");
 }
 
+/* The deepest frame with an instruction (--opcodes): the Python leaf. */
+static const struct rframe *op_leaf(const struct rsample *s)
+{
+	uint32_t j;
+
+	for (j = s->depth; j-- > 0;)
+		if (s->frames[j]->op)
+			return s->frames[j];
+	return NULL;
+}
+
+/*
+ * --opcodes: the hottest instructions as the leaf, one row per frame
+ * (function, line and instruction). Nothing without the option.
+ */
+static int instructions(struct emit *e, const struct resolved *r)
+{
+	struct fstat *st = calloc(r->nframes + 1, sizeof(*st));
+	size_t i, n = 0;
+
+	if (!st)
+		return -ENOMEM;
+	for (i = 0; i < r->nframes; i++)
+		st[i].func = (uint32_t)i;
+	for (i = 0; i < r->nsamples; i++) {
+		const struct rframe *f = op_leaf(&r->samples[i]);
+
+		if (f)
+			st[f->id].self += r->samples[i].count;
+	}
+	qsort(st, r->nframes, sizeof(*st), cmp_fstat);
+	while (n < r->nframes && n < SUMMARY_OPS && st[n].self)
+		n++;
+	if (n)
+		emit_printf(e, "%7s %9s  %s\n", "self%", "self",
+			    "instruction  function (file:line)");
+	for (i = 0; i < n; i++) {
+		const struct rframe *f = r->frames[st[i].func];
+		char tail[32];
+
+		emit_printf(e, "%6.2f%% %9" PRIu64 "  %s  ", pct(st[i].self, r->total),
+			    st[i].self, f->op);
+		emit_text(e, f->name);
+		emit_str(e, " (");
+		emit_text(e, f->file);
+		frame_tail(f, f->line, tail, sizeof(tail));
+		emit_str(e, tail);
+		emit_str(e, "\n");
+	}
+	free(st);
+	return 0;
+}
+
 int output_summary(FILE *out, const struct resolved *r)
 {
 	struct func_table ft;
@@ -107,5 +161,6 @@ int output_summary(FILE *out, const struct resolved *r)
 			    pct(rest, r->total));
 	free(st);
 	funcs_free(&ft);
-	return emit_done(&e);
+	ret = instructions(&e, r);
+	return ret ? ret : emit_done(&e);
 }

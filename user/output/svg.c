@@ -169,10 +169,11 @@ static void frame_label(const struct rframe *f, char *out, size_t len)
 	else if (frame_is_marker(f))
 		snprintf(out, len, "%s", f->name);
 	else {
-		char tail[32];
+		char tail[32], op[FRAME_OP_MAX];
 
 		frame_tail(f, f->line, tail, sizeof(tail));
-		snprintf(out, len, "%s (%s%s", f->name, f->file, tail);
+		frame_op_suffix(f, op, sizeof(op));
+		snprintf(out, len, "%s (%s%s%s", f->name, f->file, tail, op);
 	}
 }
 
@@ -217,7 +218,7 @@ static void frame_g(struct emit *e, const struct flame *fl, const struct node *n
 	double x = XPAD + (double)nd->x * scale;
 	double w = nd->frame == NO_FRAME ? IMAGE_WIDTH - 2 * XPAD : (double)nd->total * scale;
 	int y = height - BOTTOM_PAD - (int)(nd->depth + 1) * FRAME_HEIGHT;
-	char label[8192], text[TEXT_MAX], color[32], tail[32];
+	char label[8192], text[TEXT_MAX], color[32], tail[FRAME_OP_MAX];
 
 	frame_label(f, label, sizeof(label));
 	fit_text(label, w - 6, text, sizeof(text));
@@ -231,6 +232,8 @@ static void frame_g(struct emit *e, const struct flame *fl, const struct node *n
 		emit_str(e, " (");
 		emit_xml(e, f->file);
 		frame_tail(f, f->line, tail, sizeof(tail));
+		emit_str(e, tail);
+		frame_op_suffix(f, tail, sizeof(tail));
 		emit_str(e, tail);
 	} else {
 		emit_xml(e, label);
