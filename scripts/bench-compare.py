@@ -4,8 +4,9 @@ build (a commit before a refactor, a release), interleaved in one run.
 
   bench-compare.py BASE_BIN NEW_BIN
 
-For each round, in alternating order (base first in even rounds, new first in
-odd ones, so a drift of the machine lands on both alike):
+Each figure is measured for both builds back to back, the order alternating
+between figures and rounds, so the host's slow and fast spells (this VM's
+figures move by up to 2x between minutes) land on both alike:
 
   - BPF ns per sample at depth 30, every CPU running the target, from the
     kernel's run-time statistics: the default interpreter and Debian's real
@@ -14,10 +15,10 @@ odd ones, so a drift of the machine lands on both alike):
   - the profiler's whole CPU time for a 1 s run against a sleeping target:
     start-up (BPF load and verification, first symbol reads) dominates it.
 
-Prints the median of each figure for both builds, their ratio (new / base)
-and the spread of the rounds (max - min over the median, the larger of the
-two builds') so a ratio inside the noise reads as such. Figures, not
-pass/fail: the machine is shared.
+Prints each build's median and minimum, and the median over rounds of the
+back-to-back ratio new / base with the spread of those ratios, so a ratio
+inside the noise reads as such. Figures, not pass/fail: the machine is
+shared.
 """
 import json
 import os
@@ -49,16 +50,17 @@ def startup_cpu_run(py):
     return ru.ru_utime + ru.ru_stime
 
 
-def figures(pythons, script):
-    out = {}
+def measures(pythons, script):
+    """(name, function of no arguments measuring bench.BIN) for each figure."""
+    out = []
     for name, py in pythons:
-        s = bench.bpf_cost(py, script, 30, seconds=2)
-        out["BPF ns/sample, depth 30, %s" % name] = s["bpf_ns_per_run"]
+        out.append(("BPF ns/sample, depth 30, %s" % name,
+                    lambda py=py: bench.bpf_cost(py, script, 30, seconds=2)["bpf_ns_per_run"]))
     name, py = pythons[0]
     for hz in (999, 10000):
-        r = bench.userspace_cost(py, script, hz)
-        out["userspace us/sample, %d Hz" % hz] = r["us_per_sample"]
-    out["CPU s of a 1 s run, idle target"] = startup_cpu_run(py)
+        out.append(("userspace us/sample, %d Hz" % hz,
+                    lambda hz=hz: bench.userspace_cost(py, script, hz)["us_per_sample"]))
+    out.append(("CPU s of a 1 s run, idle target", lambda: startup_cpu_run(py)))
     return out
 
 
@@ -77,39 +79,44 @@ def main():
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(bench.WORKLOAD)
         script = f.name
-    runs = {"base": [], "new": []}
+    runs = {"base": {}, "new": {}}
+    ratios = {}
     try:
-        print("bench-compare on %s, %d CPUs, %d rounds, interleaved\n  base: %s\n  new:  %s"
+        print("bench-compare on %s, %d CPUs, %d rounds, each figure measured for both builds"
+              " back to back, in alternating order\n  base: %s\n  new:  %s"
               % (os.uname().release, os.cpu_count(), ROUNDS, bins["base"], bins["new"]),
               flush=True)
+        figs = measures(pythons, script)
         for i in range(ROUNDS):
-            order = ("base", "new") if i % 2 == 0 else ("new", "base")
-            for which in order:
-                bench.BIN = bins[which]
-                runs[which].append(figures(pythons, script))
+            for j, (key, measure) in enumerate(figs):
+                got = {}
+                for which in (("base", "new") if (i + j) % 2 == 0 else ("new", "base")):
+                    bench.BIN = bins[which]
+                    got[which] = measure()
+                    runs[which].setdefault(key, []).append(got[which])
+                if got["base"]:
+                    ratios.setdefault(key, []).append(got["new"] / got["base"])
             print("  round %d done" % (i + 1), flush=True)
     finally:
         os.unlink(script)
     table = []
-    print("\n%-40s %12s %12s %8s %8s" % ("figure (median)", "base", "new", "new/base",
-                                          "noise"))
-    for key in runs["base"][0]:
-        med, spread = {}, 0.0
-        for which in ("base", "new"):
-            vals = [r[key] for r in runs[which]]
-            med[which] = statistics.median(vals)
-            if med[which]:
-                spread = max(spread, (max(vals) - min(vals)) / med[which])
-        ratio = med["new"] / med["base"] if med["base"] else float("nan")
-        table.append({"figure": key, "base": med["base"], "new": med["new"],
-                      "ratio": ratio, "noise": spread})
-        print("%-40s %12.3f %12.3f %8.3f %7.0f%%" % (key, med["base"], med["new"], ratio,
-                                                    100 * spread))
-    print("  noise: the larger spread (max - min over median) of the two builds' rounds;"
-          " a ratio within 1 +- noise is no change")
+    print("\n%-36s %10s %10s %10s %10s %9s %7s" % ("figure", "base med", "new med", "base min",
+                                                  "new min", "new/base*", "spread"))
+    for key, _ in figs:
+        b, n, r = runs["base"][key], runs["new"][key], sorted(ratios.get(key, [float("nan")]))
+        row = {"figure": key, "base_median": statistics.median(b),
+               "new_median": statistics.median(n), "base_min": min(b), "new_min": min(n),
+               "ratio": statistics.median(r), "ratio_spread": r[-1] - r[0]}
+        table.append(row)
+        print("%-36s %10.3f %10.3f %10.3f %10.3f %9.3f %7.2f" % (
+            key, row["base_median"], row["new_median"], row["base_min"], row["new_min"],
+            row["ratio"], row["ratio_spread"]))
+    print("  * median over rounds of new/base measured back to back (the host's slow and fast"
+          " spells cancel);\n    spread: max - min of those ratios: a ratio within 1 +- spread/2"
+          " is no change")
     path = os.path.join(bench.REPO, "bench-compare.json")
     with open(path, "w") as f:
-        json.dump({"bins": bins, "rounds": runs, "table": table}, f, indent=1)
+        json.dump({"bins": bins, "runs": runs, "ratios": ratios, "table": table}, f, indent=1)
     print("\nwritten to %s" % path)
 
 
