@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Python objects read from another process: see pyobj.h. */
 #include <errno.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -315,11 +316,16 @@ static void repr_text(const char *s, size_t n, const char *prefix, char *out, si
 	size_t w = 0, i, shown = 0;
 
 	w += snprintf(out, outsz, "%s%c", prefix, q);
+	if (w + 1 >= outsz)
+		return;		/* no room past the opening quote (snprintf cut it) */
 	for (i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
+		/* A str is cut only before a whole UTF-8 character (the 16 bytes
+		 * of headroom hold its other bytes); a bytes object's every byte
+		 * is a character of its own, printed as up to 4 ("\x80"). */
+		bool whole = *prefix || (c & 0xc0) != 0x80;
 
-		/* cut only before a whole character */
-		if ((c & 0xc0) != 0x80 && (shown++ >= REPR_STR || w + 16 >= outsz)) {
+		if (whole && (shown++ >= REPR_STR || w + 16 >= outsz)) {
 			w += snprintf(out + w, outsz - w, "...");
 			break;
 		}

@@ -13,15 +13,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "rframe_fixture.h"
 #include "output/output.h"
 #include "output/diff.h"
 
 enum { F_MAIN, F_A, F_B, F_C, NFR };
 static struct rframe frames[NFR] = {
-	[F_MAIN] = { (char *)"main", (char *)"m.py", 1, 1, F_MAIN },
-	[F_A] = { (char *)"a", (char *)"m.py", 5, 4, F_A },
-	[F_B] = { (char *)"b", (char *)"m.py", 9, 8, F_B },
-	[F_C] = { (char *)"c", (char *)"m.py", 13, 12, F_C },
+	[F_MAIN] = RFRAME("main", "m.py", 1, 1, F_MAIN),
+	[F_A] = RFRAME("a", "m.py", 5, 4, F_A),
+	[F_B] = RFRAME("b", "m.py", 9, 8, F_B),
+	[F_C] = RFRAME("c", "m.py", 13, 12, F_C),
 };
 static struct rframe *ptrs[NFR];
 static struct rframe *st_a[] = { &frames[F_MAIN], &frames[F_A] };

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "rframe_fixture.h"
 #include "output/output.h"
 #include "output/emit.h"
 #include "outcheck.h"
@@ -28,13 +29,13 @@ enum { F_MAIN, F_F20, F_F22, F_G, F_WEIRD, F_TRUNC, F_LAMBDA, NFR };
 #define WEIRD_NAME "<a&b>\"q'\x01]]>"
 
 static struct rframe fx_frames[NFR] = {
-	[F_MAIN] = { (char *)"main", (char *)"a.py", 10, 1, F_MAIN },
-	[F_F20] = { (char *)"f", (char *)"a.py", 20, 15, F_F20 },
-	[F_F22] = { (char *)"f", (char *)"a.py", 22, 15, F_F22 },
-	[F_G] = { (char *)"g", (char *)"b.py", 5, 3, F_G },
-	[F_WEIRD] = { (char *)WEIRD_NAME, (char *)"x<y>.py", 2, 1, F_WEIRD },
-	[F_TRUNC] = { (char *)"[truncated]", (char *)"", 0, 0, F_TRUNC },
-	[F_LAMBDA] = { (char *)"\xce\xbb", (char *)"\xc3\xbc.py", 9, 7, F_LAMBDA },
+	[F_MAIN] = RFRAME("main", "a.py", 10, 1, F_MAIN),
+	[F_F20] = RFRAME("f", "a.py", 20, 15, F_F20),
+	[F_F22] = RFRAME("f", "a.py", 22, 15, F_F22),
+	[F_G] = RFRAME("g", "b.py", 5, 3, F_G),
+	[F_WEIRD] = RFRAME(WEIRD_NAME, "x<y>.py", 2, 1, F_WEIRD),
+	[F_TRUNC] = RFRAME("[truncated]", "", 0, 0, F_TRUNC),
+	[F_LAMBDA] = RFRAME("\xce\xbb", "\xc3\xbc.py", 9, 7, F_LAMBDA),
 };
 static struct rframe *fx_ptrs[NFR];
 static struct rframe *st0[] = { &fx_frames[F_MAIN], &fx_frames[F_F20], &fx_frames[F_G] };

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "rframe_fixture.h"
 #include "output/output.h"
 #include "output/emit.h"
 #include "output/pstats.h"
@@ -75,11 +76,11 @@ static void test_marshal_small(void **state)
 /* A profile: main;f;g x5, main;f;f x3 (f recursing), [truncated];main;g x1. */
 enum { F_MAIN, F_F20, F_F22, F_G, F_TRUNC, NFR };
 static struct rframe frames[NFR] = {
-	[F_MAIN] = { (char *)"main", (char *)"a.py", 10, 1, F_MAIN },
-	[F_F20] = { (char *)"f", (char *)"a.py", 20, 15, F_F20 },
-	[F_F22] = { (char *)"f", (char *)"a.py", 22, 15, F_F22 },
-	[F_G] = { (char *)"g", (char *)"b.py", 5, 3, F_G },
-	[F_TRUNC] = { (char *)"[truncated]", (char *)"", 0, 0, F_TRUNC },
+	[F_MAIN] = RFRAME("main", "a.py", 10, 1, F_MAIN),
+	[F_F20] = RFRAME("f", "a.py", 20, 15, F_F20),
+	[F_F22] = RFRAME("f", "a.py", 22, 15, F_F22),
+	[F_G] = RFRAME("g", "b.py", 5, 3, F_G),
+	[F_TRUNC] = RFRAME("[truncated]", "", 0, 0, F_TRUNC),
 };
 static struct rframe *ptrs[NFR];
 static struct rframe *st0[] = { &frames[F_MAIN], &frames[F_F20], &frames[F_G] };
