@@ -200,13 +200,35 @@ static void split_label(char *label, const char **name, const char **file, int32
 	}
 }
 
+/*
+ * The " [BINARY_OP_ADD_INT]" that --opcodes appends to a label, cut off:
+ * the instruction's name, or NULL. Opcode names are upper case, digits and
+ * underscores, which no "(file:line)" ends with.
+ */
+static const char *split_op(char *label)
+{
+	size_t len = strlen(label), i;
+
+	if (len < 4 || label[len - 1] != ']')
+		return NULL;
+	for (i = len - 1; i > 0 && label[i - 1] != '['; i--)
+		if (!((label[i - 1] >= 'A' && label[i - 1] <= 'Z') ||
+		      (label[i - 1] >= '0' && label[i - 1] <= '9') || label[i - 1] == '_'))
+			return NULL;
+	if (i < 3 || i == len - 1 || label[i - 2] != ' ')
+		return NULL;
+	label[len - 1] = 0;
+	label[i - 2] = 0;
+	return label + i;
+}
+
 static struct rframe *frame_get(struct resolved *r, char *label)
 {
-	const char *name, *file;
+	const char *name, *file, *op = split_op(label);
 	int32_t line;
 
 	split_label(label, &name, &file, &line);
-	return resolved_intern(r, name, file, line, line);
+	return resolved_intern_op(r, name, file, line, line, op);
 }
 
 /* One collapsed stack as a sample of the new profile, root first. */

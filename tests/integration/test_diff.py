@@ -179,3 +179,27 @@ def test_diff_errors():
     _one_error(*_diff(good, good, "-f", "pprof"), 2, r"svg or collapsed")
     rc, out, err = _diff("--help")
     check(rc == 0 and b"BASE NEW" in out and b"replay" in out, "diff --help: %d %r" % (rc, out))
+
+
+def test_diff_opcodes():
+    """--opcodes labels ("f (m.py:3) [BINARY_OP_ADD_INT]") are frames with a file and an
+    instruction, not one opaque name: they survive the round trip byte for byte, and two
+    instructions of one line stay two frames."""
+    a = "main (m.py:1);f (m.py:3) [BINARY_OP_ADD_INT]"
+    b = "main (m.py:1);f (m.py:3) [LOAD_FAST]"
+    base, new = art_path("op-base.folded"), art_path("op-new.folded")
+    with open(base, "w") as f:
+        f.write("%s 10\n%s 30\n" % (a, b))
+    with open(new, "w") as f:
+        f.write("%s 30\n%s 10\n" % (a, b))
+    rc, out, err = _diff(base, new, "-f", "collapsed", "--no-normalize")
+    check(rc == 0, "diff -f collapsed exited %d: %s" % (rc, err))
+    rows = _parse_diff_lines(out)
+    check(rows == {a: (10, 30), b: (30, 10)}, "rows %r" % rows)
+    rc, out, err = _diff(base, new, "-o", art_path("op-diff.svg"))
+    check(rc == 0, "diff -o op-diff.svg exited %d: %s" % (rc, err))
+    titles = [g.find(SVG_NS + "title").text.split("\n")[0]
+              for g in ET.parse(art_path("op-diff.svg")).getroot().iter(SVG_NS + "g")
+              if g.get("class") == "f"]
+    for want in ("f (m.py:3) [BINARY_OP_ADD_INT]", "f (m.py:3) [LOAD_FAST]"):
+        check(want in titles, "no frame titled %r: %r" % (want, titles))
