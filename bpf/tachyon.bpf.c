@@ -749,6 +749,19 @@ static __always_inline void read_gil_gc(struct walk_ctx *c)
 		c->ch.flags |= tb_gc_flags(collecting);
 }
 
+/*
+ * Wake the consumer only when there is a batch worth reading: it reads the
+ * ring anyway at least every POLL_MS, before it reads the counts. A forced
+ * wake-up is an irq_work, a self-IPI: in this nested VM it cost 3–9 µs on
+ * every new stack (70–95 % of a Django worker's samples, whose leaf
+ * instruction is part of the stack id).
+ */
+static __always_inline __u64 ring_wakeup(void)
+{
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ?
+		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
 /* Push the frames of a stack id the consumer may not have yet. */
 static __always_inline int push_stack(struct scratch *s, __u32 pid, __u64 id, __u32 depth)
 {
@@ -771,7 +784,7 @@ static __always_inline int push_stack(struct scratch *s, __u32 pid, __u64 id, __
 	s->stack.stack_id = id;
 	s->stack.pid = pid;
 	s->stack.pad = 0;
-	if (bpf_ringbuf_output(&events, &s->stack, size, BPF_RB_FORCE_WAKEUP))
+	if (bpf_ringbuf_output(&events, &s->stack, size, ring_wakeup()))
 		return -1;
 	bpf_map_update_elem(&sent, &id, &epoch, BPF_ANY);
 	seen->id = id;
@@ -783,7 +796,6 @@ static __always_inline int push_sample(__u32 pid, __u32 tid, __u64 stack_id,
 				       __u32 flags, __u32 weight, __s32 kstack)
 {
 	struct tb_sample *r;
-	__u64 wake;
 
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r)
@@ -795,10 +807,7 @@ static __always_inline int push_sample(__u32 pid, __u32 tid, __u64 stack_id,
 	r->stack_id = stack_id;
 	r->weight = weight;
 	r->kstack = kstack;
-	/* Wake the consumer only when there is a batch worth reading. */
-	wake = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ?
-		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
-	bpf_ringbuf_submit(r, wake);
+	bpf_ringbuf_submit(r, ring_wakeup());
 	return 0;
 }
 
