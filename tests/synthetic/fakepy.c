@@ -544,8 +544,13 @@ static const struct version versions[] = {
 	{ "3.15t", 0x030F00F0, 1, 15, &lay315, 92, 0, 1 },
 };
 
+/*
+ * Laid out as a free-threaded build (3.13t, 3.14t): the 32-byte object
+ * header. The refusal case 3.15t only says free-threaded in its header.
+ */
+#define FT	(L->pyobject.size == 32)
 /* 3.14t: frames say which thread-local copy of the bytecode they run. */
-#define TLBC	(V->free_threaded && L->interpreter_frame.tlbc_index)
+#define TLBC	(FT && L->interpreter_frame.tlbc_index)
 
 /* ---- the process image ---- */
 
@@ -623,7 +628,7 @@ static uint8_t *none_obj, *empty_tuple, *empty_bytes;
 
 static void obj_head(uint8_t *o, const void *type)
 {
-	if (V->free_threaded)
+	if (FT)
 		put32(o, FT_REF_LOCAL, UINT32_MAX);
 	else
 		put64(o, 0, IMMORTAL);
@@ -807,7 +812,7 @@ static int lt_line_at(const struct lt_ent *e, int firstlineno, int idx)
 /* ---- our objects must agree with what we declare ---- */
 
 /* interval, last_holder, locked, switch_number (free-threaded: enabled first) */
-#define GIL_SIZE	(V->free_threaded ? 40 : 32)
+#define GIL_SIZE	(FT ? 40 : 32)
 
 struct span {
 	uint64_t off, len;
@@ -841,7 +846,7 @@ static uint64_t dbg_size(void)
 static void check_interp(void)
 {
 	const struct d_interp *o = &L->interpreter_state;
-	uint64_t holder = V->free_threaded ? 16 : 8;
+	uint64_t holder = FT ? 16 : 8;
 	const struct span s[] = {
 		SP(o, id, 8), SP(o, next, 8), SP(o, threads_head, 8),
 		SP(o, threads_main, 8), SP(o, gc, L->gc.size),
@@ -1063,7 +1068,7 @@ static const struct link *const worker_chains[MAX_WORKERS][2] = {
 /* Stacks worker w cycles through: the GIL builds' one worker keeps one. */
 static unsigned worker_nchains(void)
 {
-	return V->free_threaded ? 2 : 1;
+	return FT ? 2 : 1;
 }
 
 static uint8_t *code_objs[NCODES];
@@ -1469,7 +1474,7 @@ static void print_chain(const struct link *k)
 
 static void worker_comm(unsigned w, char *buf, size_t len)
 {
-	if (V->free_threaded)
+	if (FT)
 		snprintf(buf, len, "ft-worker-%u", w + 1);
 	else
 		snprintf(buf, len, "%s", MAIN_COMM);
@@ -1533,7 +1538,7 @@ static void pin(unsigned i)
 	cpu_set_t allowed, one;
 	unsigned n, cpu, seen = 0;
 
-	if (!V->free_threaded || sched_getaffinity(0, sizeof(allowed), &allowed))
+	if (!FT || sched_getaffinity(0, sizeof(allowed), &allowed))
 		return;
 	n = (unsigned)CPU_COUNT(&allowed);
 	for (cpu = 0; n && cpu < CPU_SETSIZE; cpu++) {
@@ -1554,7 +1559,7 @@ static void *worker_main(void *arg)
 	char comm[16];
 
 	worker_comm(w, comm, sizeof(comm));
-	if (V->free_threaded)
+	if (FT)
 		pthread_setname_np(pthread_self(), comm);
 	pin(1 + w);
 	claim_thread(t);
@@ -1603,7 +1608,7 @@ static void build(void)
 	}
 	put64(interp, L->interpreter_state.threads_head, A(threads[V->workers].ts));
 	put64(interp, L->interpreter_state.threads_main, A(threads[0].ts));
-	if (!V->free_threaded) {	/* free-threaded: the GIL is disabled */
+	if (!FT) {	/* free-threaded: the GIL is disabled */
 		put64(interp, L->interpreter_state.gil_runtime_state + 0, 5000);
 		put64(interp, L->interpreter_state.gil_holder, A(threads[0].ts));
 		put32(interp, L->interpreter_state.gil_locked, 1);
