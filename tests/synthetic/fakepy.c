@@ -422,6 +422,25 @@ static const struct dbg15 lay315 = {
 };
 
 /*
+ * What 3.13t and 3.14t share: objects behind the same 32-byte header
+ * (their values in both builds' _Py_DebugOffsets), and the generator
+ * (3.13t's not exported; its size: room for the frame it embeds).
+ */
+#define FT_OBJECT_HEADS \
+	.pyobject = { .size = 32, .ob_type = 24 }, \
+	.type_object = { .size = 432, .tp_name = 40, .tp_repr = 104, .tp_flags = 184 }
+#define FT_LIST \
+	.list_object = { .size = 56, .ob_item = 40, .ob_size = 32 }
+#define FT_OBJECTS \
+	.dict_object = { .size = 64, .ma_keys = 48, .ma_values = 56 }, \
+	.float_object = { .size = 40, .ob_fval = 32 }, \
+	.long_object = { .size = 48, .lv_tag = 32, .ob_digit = 40 }, \
+	.bytes_object = { .size = 56, .ob_size = 32, .ob_sval = 48 }, \
+	.unicode_object = { .size = 80, .state = 48, .length = 32, .asciiobject_size = 56 }
+#define FT_GEN \
+	.gen_object = { .size = 176, .gi_name = 40, .gi_iframe = 88, .gi_frame_state = 83 }
+
+/*
  * Free-threaded CPython 3.13.18t: its real _Py_DebugOffsets values (the
  * runtime's size aside: our _PyRuntime is RUNTIME_SIZE bytes), and for
  * what 3.13 does not export, the real offsets: threads.main 7352, the
@@ -453,19 +472,12 @@ static const struct dbg15 lay313t = {
 		.localsplusnames = 112, .localspluskinds = 120,
 		.co_code_adaptive = 216,
 	},
-	.pyobject = { .size = 32, .ob_type = 24 },
-	.type_object = { .size = 432, .tp_name = 40, .tp_repr = 104, .tp_flags = 184 },
+	FT_OBJECT_HEADS,
 	.tuple_object = { .size = 48, .ob_item = 40, .ob_size = 32 },
-	.list_object = { .size = 56, .ob_item = 40, .ob_size = 32 },
-	.dict_object = { .size = 64, .ma_keys = 48, .ma_values = 56 },
-	.float_object = { .size = 40, .ob_fval = 32 },
-	.long_object = { .size = 48, .lv_tag = 32, .ob_digit = 40 },
-	.bytes_object = { .size = 56, .ob_size = 32, .ob_sval = 48 },
-	.unicode_object = { .size = 80, .state = 48, .length = 32,
-			    .asciiobject_size = 56 },
+	FT_LIST,
+	FT_OBJECTS,
 	.gc = { .size = 248, .collecting = 200 },
-	.gen_object = { .size = 176, .gi_name = 40, .gi_iframe = 88,
-			.gi_frame_state = 83 },
+	FT_GEN,
 	.debugger_support = { .eval_breaker = 24 },
 };
 
@@ -495,20 +507,13 @@ static const struct dbg15 lay314t = {
 		.localsplusnames = 112, .localspluskinds = 120,
 		.co_code_adaptive = 232, .co_tlbc = 224,
 	},
-	.pyobject = { .size = 32, .ob_type = 24 },
-	.type_object = { .size = 432, .tp_name = 40, .tp_repr = 104, .tp_flags = 184 },
+	FT_OBJECT_HEADS,
 	.tuple_object = { .size = 56, .ob_item = 48, .ob_size = 32 },
-	.list_object = { .size = 56, .ob_item = 40, .ob_size = 32 },
+	FT_LIST,
 	.set_object = { .size = 216, .used = 40, .table = 56, .mask = 48 },
-	.dict_object = { .size = 64, .ma_keys = 48, .ma_values = 56 },
-	.float_object = { .size = 40, .ob_fval = 32 },
-	.long_object = { .size = 48, .lv_tag = 32, .ob_digit = 40 },
-	.bytes_object = { .size = 56, .ob_size = 32, .ob_sval = 48 },
-	.unicode_object = { .size = 80, .state = 48, .length = 32,
-			    .asciiobject_size = 56 },
+	FT_OBJECTS,
 	.gc = { .size = 288, .collecting = 192 },
-	.gen_object = { .size = 176, .gi_name = 40, .gi_iframe = 88,
-			.gi_frame_state = 83 },
+	FT_GEN,
 	.llist_node = { .next = 0, .prev = 8 },
 	.debugger_support = {
 		.eval_breaker = 24, .remote_debugger_support = 304,
@@ -1332,84 +1337,27 @@ static void make_types(void)
 
 /* ---- _Py_DebugOffsets ---- */
 
+static void dbg_head(struct d_head *h)
+{
+	memcpy(h->cookie, "xdebugpy", 8);
+	h->version = V->hex;
+	h->free_threaded = V->free_threaded;
+}
+
 static void emit_dbg15(const struct dbg15 *l)
 {
 	struct dbg15 d = *l;
 
-	memcpy(d.h.cookie, "xdebugpy", 8);
-	d.h.version = V->hex;
-	d.h.free_threaded = V->free_threaded;
+	dbg_head(&d.h);
 	memcpy(_PyRuntime, &d, sizeof(d));
 }
 
-static void emit_dbg13(const struct dbg15 *l)
-{
-	const struct d_interp *i = &l->interpreter_state;
-	const struct d_tstate *t = &l->thread_state;
-	const struct d_frame *f = &l->interpreter_frame;
-	const struct d_code *c = &l->code_object;
-	struct dbg13 d = {
-		.runtime_state = l->runtime_state,
-		.interpreter_state = {
-			.size = i->size, .id = i->id, .next = i->next,
-			.threads_head = i->threads_head, .gc = i->gc,
-			.imports_modules = i->imports_modules, .sysdict = i->sysdict,
-			.builtins = i->builtins, .ceval_gil = i->ceval_gil,
-			.gil_runtime_state = i->gil_runtime_state,
-			.gil_enabled = i->gil_enabled, .gil_locked = i->gil_locked,
-			.gil_holder = i->gil_holder,
-		},
-		.thread_state = {
-			.size = t->size, .prev = t->prev, .next = t->next,
-			.interp = t->interp, .current_frame = t->current_frame,
-			.thread_id = t->thread_id,
-			.native_thread_id = t->native_thread_id,
-			.datastack_chunk = t->datastack_chunk, .status = t->status,
-		},
-		.interpreter_frame = {
-			.size = f->size, .previous = f->previous, .executable = f->executable,
-			.instr_ptr = f->instr_ptr, .localsplus = f->localsplus,
-			.owner = f->owner,
-		},
-		.code_object = {
-			.size = c->size, .filename = c->filename, .name = c->name,
-			.qualname = c->qualname, .linetable = c->linetable,
-			.firstlineno = c->firstlineno, .argcount = c->argcount,
-			.localsplusnames = c->localsplusnames,
-			.localspluskinds = c->localspluskinds,
-			.co_code_adaptive = c->co_code_adaptive,
-		},
-		.pyobject = l->pyobject,
-		.type_object = {
-			.size = l->type_object.size, .tp_name = l->type_object.tp_name,
-			.tp_repr = l->type_object.tp_repr,
-			.tp_flags = l->type_object.tp_flags,
-		},
-		.tuple_object = l->tuple_object,
-		.list_object = l->list_object,
-		.dict_object = l->dict_object,
-		.float_object = l->float_object,
-		.long_object = l->long_object,
-		.bytes_object = l->bytes_object,
-		.unicode_object = {
-			.size = l->unicode_object.size,
-			.state = l->unicode_object.state,
-			.length = l->unicode_object.length,
-			.asciiobject_size = l->unicode_object.asciiobject_size,
-		},
-		.gc = { .size = l->gc.size, .collecting = l->gc.collecting },
-	};
-
-	memcpy(d.h.cookie, "xdebugpy", 8);
-	d.h.version = V->hex;
-	d.h.free_threaded = V->free_threaded;
-	memcpy(_PyRuntime, &d, sizeof(d));
-}
-
-static void emit_dbg14(const struct dbg15 *l)
+/* The 3.14 shape of the layout, for 3.14 itself and to derive 3.13's. */
+static void to_dbg14(const struct dbg15 *l, struct dbg14 *d)
 {
 	const struct d_tstate *t = &l->thread_state;
-	struct dbg14 d = {
+
+	*d = (struct dbg14){
 		.runtime_state = l->runtime_state,
 		.interpreter_state = l->interpreter_state,
 		.thread_state = {
@@ -1445,10 +1393,59 @@ static void emit_dbg14(const struct dbg15 *l)
 		.llist_node = l->llist_node,
 		.debugger_support = l->debugger_support,
 	};
+	dbg_head(&d->h);
+}
 
-	memcpy(d.h.cookie, "xdebugpy", 8);
-	d.h.version = V->hex;
-	d.h.free_threaded = V->free_threaded;
+static void emit_dbg14(const struct dbg15 *l)
+{
+	struct dbg14 d;
+
+	to_dbg14(l, &d);
+	memcpy(_PyRuntime, &d, sizeof(d));
+}
+
+/* 3.13: 3.14's shape less threads_main, code_object_generation,
+ * tlbc_generation, stackpointer, tlbc_index, co_tlbc and what follows gc. */
+static void emit_dbg13(const struct dbg15 *l)
+{
+	const struct d_interp *i = &l->interpreter_state;
+	const struct d_frame *f = &l->interpreter_frame;
+	const struct d_code *c = &l->code_object;
+	struct dbg14 e;
+	struct dbg13 d;
+
+	to_dbg14(l, &e);
+	d = (struct dbg13){
+		.h = e.h, .runtime_state = e.runtime_state,
+		.interpreter_state = {
+			.size = i->size, .id = i->id, .next = i->next,
+			.threads_head = i->threads_head, .gc = i->gc,
+			.imports_modules = i->imports_modules, .sysdict = i->sysdict,
+			.builtins = i->builtins, .ceval_gil = i->ceval_gil,
+			.gil_runtime_state = i->gil_runtime_state,
+			.gil_enabled = i->gil_enabled, .gil_locked = i->gil_locked,
+			.gil_holder = i->gil_holder,
+		},
+		.thread_state = e.thread_state,
+		.interpreter_frame = {
+			.size = f->size, .previous = f->previous, .executable = f->executable,
+			.instr_ptr = f->instr_ptr, .localsplus = f->localsplus,
+			.owner = f->owner,
+		},
+		.code_object = {
+			.size = c->size, .filename = c->filename, .name = c->name,
+			.qualname = c->qualname, .linetable = c->linetable,
+			.firstlineno = c->firstlineno, .argcount = c->argcount,
+			.localsplusnames = c->localsplusnames,
+			.localspluskinds = c->localspluskinds,
+			.co_code_adaptive = c->co_code_adaptive,
+		},
+		.pyobject = e.pyobject, .type_object = e.type_object,
+		.tuple_object = e.tuple_object, .list_object = e.list_object,
+		.dict_object = e.dict_object, .float_object = e.float_object,
+		.long_object = e.long_object, .bytes_object = e.bytes_object,
+		.unicode_object = e.unicode_object, .gc = e.gc,
+	};
 	memcpy(_PyRuntime, &d, sizeof(d));
 }
 
