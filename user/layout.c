@@ -152,7 +152,8 @@ static const struct ver_extra extras[] = {
 	{ 15, 92, ~3ULL, 3, 4, 4, 16, NO, NO, 0, 0, 0, 0 },
 	/*
 	 * Free-threaded builds, from CPython's headers at 3.13.18 and 3.14.10
-	 * compiled with Py_GIL_DISABLED (offsetof; no such build runs here).
+	 * compiled with Py_GIL_DISABLED (scripts/ft-offsets.sh; no such build
+	 * runs here).
 	 * The 32-byte object header (ob_tid, ob_flags, ob_mutex, ob_gc_bits,
 	 * ob_ref_local, ob_ref_shared, ob_type) moves every code object field
 	 * 16 bytes on: co_version at 108. Owners as in the GIL builds.
