@@ -290,10 +290,48 @@ TB_INLINE int tb_chain_frame(const struct tb_walk *w, struct tb_chain *ch, const
 
 /* ---- The code object of a Python frame ---------------------------------- */
 
+/* Instruction index in code units of `instr` in the bytecode at `base`. */
+TB_INLINE __s64 tb_instr_index_at(__u64 base, __u64 instr)
+{
+	return (__s64)(instr - base) >> 1;
+}
+
 /* Instruction index in code units from the frame's instruction pointer. */
 TB_INLINE __s64 tb_instr_index(const struct tb_walk *w, __u64 code, __u64 instr)
 {
-	return (__s64)(instr - (code + w->off.co_adaptive)) >> 1;
+	return tb_instr_index_at(code + w->off.co_adaptive, instr);
+}
+
+/*
+ * TB_F_TLBC (3.14t): which copy of the bytecode the frame runs, from its
+ * tlbc_index; 0 is the code object's own co_code_adaptive, where
+ * tb_instr_index() counts from. Any other runs a thread's copy: read the
+ * pointer at tb_tlbc_array_addr(), then the copy's address at
+ * tb_tlbc_entry_addr(), and count from there (tb_instr_index_at()).
+ */
+TB_INLINE __u32 tb_frame_tlbc(const struct tb_walk *w, const __u8 *fr)
+{
+	if (!(w->off.features & TB_F_TLBC))
+		return 0;
+	return tb_ld32(fr, w->off.fr_tlbc);
+}
+
+TB_INLINE __u64 tb_tlbc_array_addr(const struct tb_walk *w, __u64 code)
+{
+	return code + w->off.co_tlbc;
+}
+
+/* _PyCodeArray: Py_ssize_t size, then char *entries[size]. The size is
+ * not read (one more read per frame): an index no array has (a torn frame)
+ * gives no address, and a stale copy an index out of bounds, recorded -1. */
+#define TB_TLBC_ENTRIES		8
+#define TB_TLBC_MAX		(1 << 20)
+
+TB_INLINE __u64 tb_tlbc_entry_addr(__u64 array, __u32 tlbc)
+{
+	if (!array || tlbc >= TB_TLBC_MAX)
+		return 0;
+	return array + TB_TLBC_ENTRIES + (__u64)tlbc * 8;
 }
 
 /* Does the instruction pointer lie in the code object's bytecode (or just

@@ -604,6 +604,24 @@ __noinline int memo_put(struct scratch *s, struct memo_cursor *mc, __u32 depth, 
 	return 0;
 }
 
+/*
+ * TB_F_TLBC: the bytecode copy a frame with a nonzero tlbc_index runs
+ * (pywalk.h); 0 if unreadable, which leaves the index out of bounds (-1).
+ * Global, checked once.
+ */
+__noinline __u64 tlbc_base(struct scratch *s, __u64 code, __u32 tlbc)
+{
+	__u64 array = 0, base = 0, at;
+
+	if (!s || bpf_probe_read_user(&array, sizeof(array),
+				      (void *)tb_tlbc_array_addr(&s->walk, code)))
+		return 0;
+	at = tb_tlbc_entry_addr(array, tlbc);
+	if (!at || bpf_probe_read_user(&base, sizeof(base), (void *)at))
+		return 0;
+	return base;
+}
+
 /* The Python frame at `frame` (bytes in fr), step i of the walk. */
 static __always_inline int record_frame(struct walk_ctx *c, __u64 frame, const __u8 *fr,
 					__u32 i)
@@ -612,7 +630,10 @@ static __always_inline int record_frame(struct walk_ctx *c, __u64 frame, const _
 	struct tb_walk *L = &s->walk;
 	struct tb_chain *ch = &c->ch;
 	__u64 code = tb_frame_code(L, fr);
-	__s64 idx = tb_instr_index(L, code, tb_frame_instr(L, fr));
+	__u32 tlbc = tb_frame_tlbc(L, fr);
+	__s64 idx = tlbc ? tb_instr_index_at(tlbc_base(s, code, tlbc),
+					     tb_frame_instr(L, fr)) :
+			   tb_instr_index(L, code, tb_frame_instr(L, fr));
 	int err = 0, check = tb_code_checked(ch, idx);
 
 	if (check || !c->m.ok || code == ch->code.addr || !memo_find(s, &c->m, &ch->code, frame, code))

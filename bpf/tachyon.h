@@ -58,6 +58,13 @@ enum tb_feature {
 	/* the code counter counts deaths and starts at 0 (3.14+), where a
 	 * count of births (3.12, 3.13) that reads 0 ran out */
 	TB_F_CODE_DEATHS = 1 << 4,
+	/* a free-threaded build (3.13t, 3.14t): no GIL to hold, objects carry
+	 * the longer header (ob_type at co_type, not 8) */
+	TB_F_NO_GIL = 1 << 5,
+	/* thread-local bytecode (3.14t): a frame whose int32 at fr_tlbc is not
+	 * 0 runs the copy at ((_PyCodeArray *)code->co_tlbc)->entries[index],
+	 * not co_code_adaptive; its instruction index counts from there */
+	TB_F_TLBC = 1 << 6,
 };
 
 /*
@@ -105,7 +112,9 @@ struct tb_offsets {
 	__u8 owner_stop;	/* owner value of a sentinel bottom frame, or TB_NO_OWNER */
 	__u8 owner_max;		/* highest valid owner: a frame above it is garbage */
 	__u8 co_fs_add;		/* frame size in words = co_fs_a + co_fs_b + this */
-	__u8 pad[6];
+	__u16 fr_tlbc;		/* _PyInterpreterFrame -> tlbc_index (TB_F_TLBC) */
+	__u16 co_tlbc;		/* PyCodeObject -> co_tlbc (TB_F_TLBC) */
+	__u8 pad[2];
 };
 
 /* Per-process addresses (user/target.c): where this process's objects are. */
@@ -327,6 +336,8 @@ enum tb_counter {
 	_Static_assert(__builtin_offsetof(type, field) == (off), #type "." #field " is ABI")
 
 TB_ABI_SIZE(struct tb_offsets, 80);
+TB_ABI_OFF(struct tb_offsets, fr_tlbc, 74);
+TB_ABI_OFF(struct tb_offsets, co_tlbc, 76);
 TB_ABI_SIZE(struct tb_addrs, 72);
 TB_ABI_SIZE(struct tb_reg, 8);
 TB_ABI_SIZE(struct tb_walk, 160);

@@ -88,13 +88,28 @@ static int code_info(const struct target *t, struct tb_code *seen, uint64_t code
 	return tb_code_parse(w, seen, co, code, check);
 }
 
+/* TB_F_TLBC: the bytecode copy the frame runs, as the BPF side finds it. */
+static uint64_t tlbc_base(const struct target *t, uint64_t code, uint32_t tlbc)
+{
+	uint64_t array = 0, base = 0, at;
+
+	if (remote_read(t->pid, tb_tlbc_array_addr(&t->layout.walk, code), &array, 8))
+		return 0;
+	at = tb_tlbc_entry_addr(array, tlbc);
+	if (!at || remote_read(t->pid, at, &base, 8))
+		return 0;
+	return base;
+}
+
 /* The Python frame at `frame` (bytes in fr), step i of the walk. */
 static int record_frame(const struct target *t, struct tb_chain *ch, struct stack *st,
 			uint64_t frame, const uint8_t *fr, uint32_t i)
 {
 	const struct tb_walk *w = &t->layout.walk;
 	uint64_t code = tb_frame_code(w, fr);
-	int64_t idx = tb_instr_index(w, code, tb_frame_instr(w, fr));
+	uint32_t tlbc = tb_frame_tlbc(w, fr);
+	int64_t idx = tlbc ? tb_instr_index_at(tlbc_base(t, code, tlbc), tb_frame_instr(w, fr)) :
+			     tb_instr_index(w, code, tb_frame_instr(w, fr));
 
 	if (code_info(t, &ch->code, code, tb_code_checked(ch, idx)) ||
 	    !tb_chain_linked(ch, frame))

@@ -36,6 +36,7 @@ struct dbg_pos {
 	uint16_t gc_collecting, ts_exc;
 	uint16_t ts_size, ts_next, ts_interp, ts_frame, ts_native_tid, ts_status;
 	uint16_t fr_size, fr_previous, fr_code, fr_instr, fr_owner;
+	uint16_t fr_tlbc, co_tlbc;	/* exported from 3.14 on; 0 in GIL builds */
 	uint16_t co_size, co_filename, co_name, co_qualname, co_linetable,
 		 co_firstlineno, co_adaptive;
 	uint16_t ob_type;
@@ -58,7 +59,7 @@ static const struct dbg_pos dbg_positions[] = {
 		.ts_size = 152, .ts_next = 168, .ts_interp = 176, .ts_frame = 184, .ts_native_tid = 200,
 		.ts_status = 216,
 		.fr_size = 224, .fr_previous = 232, .fr_code = 240, .fr_instr = 248,
-		.fr_owner = 264,
+		.fr_owner = 264, .fr_tlbc = NO, .co_tlbc = NO,
 		.co_size = 272, .co_filename = 280, .co_name = 288, .co_qualname = 296,
 		.co_linetable = 304, .co_firstlineno = 312, .co_adaptive = 344,
 		.ob_type = 360,
@@ -78,7 +79,7 @@ static const struct dbg_pos dbg_positions[] = {
 		.ts_size = 176, .ts_next = 192, .ts_interp = 200, .ts_frame = 208, .ts_native_tid = 224,
 		.ts_status = 240,
 		.fr_size = 248, .fr_previous = 256, .fr_code = 264, .fr_instr = 272,
-		.fr_owner = 288,
+		.fr_owner = 288, .fr_tlbc = 304, .co_tlbc = 392,
 		.co_size = 312, .co_filename = 320, .co_name = 328, .co_qualname = 336,
 		.co_linetable = 344, .co_firstlineno = 352, .co_adaptive = 384,
 		.ob_type = 408,
@@ -98,7 +99,7 @@ static const struct dbg_pos dbg_positions[] = {
 		.ts_size = 176, .ts_next = 192, .ts_interp = 200, .ts_frame = 208, .ts_native_tid = 248,
 		.ts_status = 264,
 		.fr_size = 312, .fr_previous = 320, .fr_code = 328, .fr_instr = 336,
-		.fr_owner = 352,
+		.fr_owner = 352, .fr_tlbc = 368, .co_tlbc = 456,
 		.co_size = 376, .co_filename = 384, .co_name = 392, .co_qualname = 400,
 		.co_linetable = 408, .co_firstlineno = 416, .co_adaptive = 448,
 		.ob_type = 472,
@@ -129,6 +130,8 @@ struct ver_extra {
 	 */
 	uint16_t func_version;
 	uint32_t interp_min, interp_max;
+	uint8_t free_threaded;	/* the row of the Py_GIL_DISABLED build */
+	uint8_t state_shift;	/* struct pystr_layout's */
 };
 
 static const struct ver_extra extras[] = {
@@ -142,11 +145,25 @@ static const struct ver_extra extras[] = {
 	 * state at 194624 and after; releases in between, which only added to
 	 * it, lie in this range. A larger one reads every code object.
 	 */
-	{ 13, 92, ~0ULL, 3, TB_NO_OWNER, 3, 16, 112, 17000, 194968, 194984 },
+	{ 13, 92, ~0ULL, 3, TB_NO_OWNER, 3, 16, 112, 17000, 194968, 194984, 0, 0 },
 	/* owner 3 = INTERPRETER, 4 = CSTACK; f_executable is a tagged _PyStackRef */
-	{ 14, 92, ~3ULL, 3, TB_NO_OWNER, 4, 16, NO, NO, 0, 0 },
+	{ 14, 92, ~3ULL, 3, TB_NO_OWNER, 4, 16, NO, NO, 0, 0, 0, 0 },
 	/* owner 3 = INTERPRETER, 4 = THREAD_STATE: the sentinel at the bottom */
-	{ 15, 92, ~3ULL, 3, 4, 4, 16, NO, NO, 0, 0 },
+	{ 15, 92, ~3ULL, 3, 4, 4, 16, NO, NO, 0, 0, 0, 0 },
+	/*
+	 * Free-threaded builds, from CPython's headers at 3.13.18 and 3.14.10
+	 * compiled with Py_GIL_DISABLED (scripts/ft-offsets.sh; no such build
+	 * runs here).
+	 * The 32-byte object header (ob_tid, ob_flags, ob_mutex, ob_gc_bits,
+	 * ob_ref_local, ob_ref_shared, ob_type) moves every code object field
+	 * 16 bytes on: co_version at 108. Owners as in the GIL builds.
+	 * current_exception stays at 112 (3.13t). The code counter of 3.13t
+	 * (func_state.next_version) is not trusted: no release was checked.
+	 * 3.14t: f_executable's _PyStackRef has one tag bit (Py_TAG_BITS 1),
+	 * and a str's full-byte `interned` puts kind at bits 8-10 (shift 6).
+	 */
+	{ 13, 108, ~0ULL, 3, TB_NO_OWNER, 3, 16, 112, NO, 0, 0, 1, 0 },
+	{ 14, 108, ~1ULL, 3, TB_NO_OWNER, 4, 16, NO, NO, 0, 0, 1, 6 },
 };
 
 /*
@@ -285,7 +302,8 @@ struct ver_row {
  * offsets and facts as the nearest guess, but no object layout. 0 if the
  * version has a layout, LAYOUT_UNSUPPORTED if not.
  */
-static int version_row(uint32_t version, unsigned flags, struct ver_row *r)
+static int version_row(uint32_t version, unsigned flags, int free_threaded,
+		       struct ver_row *r)
 {
 	const struct dbg_pos *newest = &dbg_positions[NELEM(dbg_positions) - 1];
 	unsigned minor = PY_MINOR(version);
@@ -294,7 +312,8 @@ static int version_row(uint32_t version, unsigned flags, struct ver_row *r)
 	memset(r, 0, sizeof(*r));
 	if (PY_MAJOR(version) != 3)
 		return LAYOUT_UNSUPPORTED;
-	for (i = 0; i < NELEM(obj_facts); i++)
+	/* free-threaded objects (their managed dicts) are not described */
+	for (i = 0; !free_threaded && i < NELEM(obj_facts); i++)
 		if (obj_facts[i].minor == minor)
 			r->obj = &obj_facts[i];
 	for (i = 0; i < NELEM(builtin); i++)
@@ -306,7 +325,8 @@ static int version_row(uint32_t version, unsigned flags, struct ver_row *r)
 	if (!r->pos && (flags & LAYOUT_FORCE) && minor > newest->minor)
 		r->pos = newest;
 	for (i = 0; r->pos && i < NELEM(extras); i++)
-		if (extras[i].minor == r->pos->minor)
+		if (extras[i].minor == r->pos->minor &&
+		    extras[i].free_threaded == !!free_threaded)
 			r->extra = &extras[i];
 	return r->builtin || (r->pos && r->extra) ? LAYOUT_OK : LAYOUT_UNSUPPORTED;
 }
@@ -345,6 +365,8 @@ static int finish(struct py_layout *l)
 	w->fr_read = max16(w->fr_read, w->fr_owner + 1);
 	if (w->fr_entry != NO)
 		w->fr_read = max16(w->fr_read, w->fr_entry + 1);
+	if (w->features & TB_F_TLBC)
+		w->fr_read = max16(w->fr_read, w->fr_tlbc + 4);
 	w->co_read = max16(max16(w->co_type + 8, w->co_fp + 4), fp2);
 	if (w->co_fs_a != NO)
 		w->co_read = max16(w->co_read, w->co_fs_a + 4);
@@ -366,6 +388,16 @@ uint32_t layout_debug_version(const void *buf, size_t len)
 		return 0;
 	memcpy(&v, (const uint8_t *)buf + 8, 8);
 	return (uint32_t)v;
+}
+
+int layout_debug_free_threaded(const void *buf, size_t len)
+{
+	uint64_t v;
+
+	if (!layout_debug_version(buf, len) || len < 24)
+		return 0;
+	memcpy(&v, (const uint8_t *)buf + 16, 8);
+	return v != 0;
 }
 
 /* 1 if this version exports _Py_DebugOffsets (3.13+). */
@@ -416,6 +448,20 @@ static int gil_gc(const uint8_t *b, const struct dbg_pos *p, uint64_t is,
 		bad |= field(b, p->ts_exc, load_u64(b + p->ts_size), 8, &ts_exc);
 	l->walk.off.ts_exc = ts_exc;
 	return bad;
+}
+
+/*
+ * Thread-local bytecode (3.14t): where a frame says which copy it runs and
+ * where the code object keeps the copies; a GIL build exports 0 for both.
+ * 0 on success.
+ */
+static int tlbc_from_debug(const uint8_t *b, const struct dbg_pos *p, uint64_t fr,
+			   uint64_t co, struct tb_offsets *w)
+{
+	if (p->fr_tlbc == NO || !load_u64(b + p->fr_tlbc) || !load_u64(b + p->co_tlbc))
+		return 0;
+	w->features |= TB_F_TLBC;
+	return field(b, p->fr_tlbc, fr, 4, &w->fr_tlbc) | field(b, p->co_tlbc, co, 8, &w->co_tlbc);
 }
 
 /* The object fields 3.13+ export; a version without them leaves objects
@@ -501,6 +547,7 @@ static int parse_debug(const uint8_t *b, const struct ver_row *r, struct py_layo
 		l->code_gen_size = 4;
 	}
 	bad |= gil_gc(b, p, is, x, l);
+	bad |= tlbc_from_debug(b, p, fr, co, w);
 	obj_from_debug(b, p, r->obj, &l->obj);
 	if (bad || co > LAYOUT_CODE_MAX || (uint64_t)x->co_version + 4 > co)
 		return LAYOUT_INCONSISTENT;
@@ -523,7 +570,9 @@ static int parse_debug(const uint8_t *b, const struct ver_row *r, struct py_layo
 	if (p->st_compact_size != NO &&
 	    field(b, p->st_compact_size, st, 0, &l->str.compact_size))
 		return LAYOUT_INCONSISTENT;
-	l->str.state_shift = 0;
+	l->str.state_shift = x->state_shift;
+	if (x->free_threaded)
+		w->features |= TB_F_NO_GIL;
 	return finish(l);
 }
 
@@ -533,8 +582,7 @@ int layout_from_debug_offsets(const void *buf, size_t len, unsigned flags,
 	const uint8_t *b = buf;
 	struct ver_row r;
 	uint32_t version = layout_debug_version(buf, len);
-	uint64_t free_threaded;
-	int err;
+	int free_threaded, err;
 
 	memset(out, 0, sizeof(*out));
 	if (!version)
@@ -545,13 +593,11 @@ int layout_from_debug_offsets(const void *buf, size_t len, unsigned flags,
 	err = check_version(version, flags);
 	if (err)
 		return err;
-	if (version_row(version, flags, &r) || !r.pos)
-		return LAYOUT_UNSUPPORTED;
+	free_threaded = layout_debug_free_threaded(buf, len);
+	if (version_row(version, flags, free_threaded, &r) || !r.pos)
+		return free_threaded ? LAYOUT_FREE_THREADED : LAYOUT_UNSUPPORTED;
 	if (len < r.pos->total)
 		return LAYOUT_TRUNCATED;
-	free_threaded = load_u64(b + 16);
-	if (free_threaded)
-		return LAYOUT_FREE_THREADED;
 	out->source = "_Py_DebugOffsets";
 	err = parse_debug(b, &r, out);
 	out->version = version;
@@ -614,6 +660,11 @@ const char *layout_opcode_name(const struct py_layout *l, unsigned op, char *buf
 	return buf;
 }
 
+int layout_no_gil(const struct py_layout *l)
+{
+	return !!(l->walk.off.features & TB_F_NO_GIL);
+}
+
 int layout_too_old(const struct py_layout *l)
 {
 	return too_old(l->version);
@@ -627,7 +678,7 @@ void layout_explain(const struct py_layout *l, int err, char *buf, size_t len)
 		snprintf(buf, len, "Python %s is a pre-release, whose layout changes between builds (use --force-version to try the nearest known layout)",
 			 name);
 	else if (err == LAYOUT_FREE_THREADED)
-		snprintf(buf, len, "Python %s is a free-threaded (no-GIL) build, not supported yet (use a build with the GIL)",
+		snprintf(buf, len, "Python %s is a free-threaded (no-GIL) build of a version whose free-threaded layout is not known (tachyon-bpf reads free-threaded 3.13t and 3.14t; use a build with the GIL)",
 			 name);
 	else if (err != LAYOUT_UNSUPPORTED)
 		snprintf(buf, len, "Python %s: %s (tachyon-bpf reads %s; use --force-version to try the nearest known layout)",
@@ -652,7 +703,7 @@ int layout_from_version(uint32_t version, unsigned flags, struct py_layout *out)
 	err = check_version(version, flags);
 	if (err)
 		return err;
-	if (version_row(version, flags, &r) || !r.builtin)
+	if (version_row(version, flags, 0, &r) || !r.builtin)
 		return LAYOUT_UNSUPPORTED;
 	*out = *r.builtin;
 	out->version = version;
@@ -673,7 +724,7 @@ const char *layout_strerror(int err)
 	case LAYOUT_TRUNCATED:
 		return "_Py_DebugOffsets is shorter than this version's layout";
 	case LAYOUT_FREE_THREADED:
-		return "free-threaded (no-GIL) builds are not supported yet";
+		return "no known free-threaded (no-GIL) layout for this version";
 	case LAYOUT_INCONSISTENT:
 		return "_Py_DebugOffsets values do not fit this version's structures";
 	case LAYOUT_PRERELEASE:
@@ -761,7 +812,7 @@ uint32_t layout_symbols_wanted(const char *file_version)
 		if (symbols[s].flags & LAYOUT_SYM_MARKER)
 			want |= SYM_BIT(s);
 	v = version_from_text(file_version, name, sizeof(name));
-	if (v && !version_row(v, 0, &r) && r.builtin && r.builtin->code_gen_symbol)
+	if (v && !version_row(v, 0, 0, &r) && r.builtin && r.builtin->code_gen_symbol)
 		want |= SYM_BIT(LAYOUT_SYM_FUNC_VERSION);
 	return want;
 }
@@ -811,7 +862,7 @@ int layout_resolve(const struct layout_facts *f, unsigned flags, struct py_layou
 		return resolve_by_number(f, flags, out);
 	err = layout_from_debug_offsets(f->runtime, f->runtime_len, flags, out);
 	py_version_str(version, out->name, sizeof(out->name));
-	if (err == LAYOUT_FREE_THREADED)
+	if (layout_debug_free_threaded(f->runtime, f->runtime_len))
 		strncat(out->name, "t", sizeof(out->name) - strlen(out->name) - 1);
 	return err;
 }

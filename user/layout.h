@@ -196,6 +196,11 @@ int layout_from_debug_offsets(const void *buf, size_t len, unsigned flags,
 int layout_from_version(uint32_t version, unsigned flags, struct py_layout *out);
 /* Version found in a _Py_DebugOffsets header, 0 if the cookie is wrong. */
 uint32_t layout_debug_version(const void *buf, size_t len);
+/* 1 if that header says free-threaded (Py_GIL_DISABLED: 3.13t, 3.14t). */
+int layout_debug_free_threaded(const void *buf, size_t len);
+/* 1 if the layout's interpreter has no GIL to hold (--mode gil means
+ * nothing there). */
+int layout_no_gil(const struct py_layout *l);
 
 const char *layout_strerror(int err);
 /* "3.11 to 3.15": the versions the tables cover, derived from them. */

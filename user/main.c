@@ -293,10 +293,11 @@ static int run(struct options *o, FILE *out, FILE *statsf)
 		tb_error("startup: out of memory (free some memory)");
 		return TB_EXIT_RUNTIME;
 	}
-	if (session_open_targets(s)) {
+	ret = session_open_targets(s);
+	if (ret) {
 		/* Nothing attached yet: top's state was never set up. */
 		session_free(s);
-		return TB_EXIT_RUNTIME;
+		return ret == -EINVAL ? TB_EXIT_USAGE : TB_EXIT_RUNTIME;
 	}
 	ret = attach(s, o, &tp, &h);
 	if (!ret && session_start(s))

@@ -294,7 +294,9 @@ int pyobj_type_name(const struct target *t, uint64_t obj, char *out, size_t outs
 	size_t n = outsz - 1 < 63 ? outsz - 1 : 63, i;
 
 	out[0] = 0;
-	if (!pyobj_usable(t) || rd64(t, obj + 8, &type) ||
+	/* ob_type: the code object's is where every object's is (8, or 24 in
+	 * a free-threaded build's longer header) */
+	if (!pyobj_usable(t) || rd64(t, obj + t->layout.walk.off.co_type, &type) ||
 	    rd64(t, type + lay(t)->tp_name, &name))
 		return -EINVAL;
 	/* a C string near the end of a page: read less */

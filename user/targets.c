@@ -250,6 +250,21 @@ static void refuse_once(struct targets *ts, int32_t pid, const char *why)
 		tb_warn("pid %d: not profiled: %s", pid, why);
 }
 
+/*
+ * --mode gil samples the threads that hold the GIL: a free-threaded build
+ * has none to hold, so every sample would be dropped. 1 (why in `why`) if
+ * t is such a process.
+ */
+static int gil_mode_refused(const struct targets *ts, const struct target *t, char *why,
+			    size_t len)
+{
+	if (ts->opt->mode != TB_MODE_GIL || !layout_no_gil(&t->layout))
+		return 0;
+	snprintf(why, len, "--mode gil: Python %s has no GIL (free-threaded build) (use -m cpu or -m wall)",
+		 t->version);
+	return 1;
+}
+
 /* One attempt at a process; 1 = done with it (profiled or given up). */
 static int try_discover(struct targets *ts, struct discover *d)
 {
@@ -260,6 +275,8 @@ static int try_discover(struct targets *ts, struct discover *d)
 	if (!t)
 		return 1;
 	ret = target_open(d->pid, ts->opt->layout_flags, t, err, sizeof(err));
+	if (ret == TARGET_OK && gil_mode_refused(ts, t, err, sizeof(err)))
+		ret = TARGET_UNSUPPORTED;
 	if (ret == TARGET_OK && !targets_add(ts, t))
 		return 1;
 	free(t);
@@ -423,6 +440,11 @@ int targets_open(struct targets *ts)
 			target_report(o->pids[i], ret, err[0] ? err : "unknown reason");
 			free(t);
 			return target_errno(ret);
+		}
+		if (gil_mode_refused(ts, t, err, sizeof(err))) {
+			tb_error("%s", err);
+			free(t);
+			return -EINVAL;	/* a usage error: the mode, not the process */
 		}
 		ret = targets_add(ts, t);
 		if (ret) {

@@ -38,6 +38,8 @@ static void check_walk(const struct tb_offsets *w)
 		   "thread state fields outside ts_read %u", w->ts_read);
 	FUZZ_CHECK(w->ts_exc == TB_NO_OFFSET || inside(w->ts_exc, 8, w->ts_read),
 		   "ts_exc %u outside ts_read %u", w->ts_exc, w->ts_read);
+	FUZZ_CHECK(!(w->features & TB_F_TLBC) || inside(w->fr_tlbc, 4, w->fr_read),
+		   "fr_tlbc %u outside fr_read %u", w->fr_tlbc, w->fr_read);
 	FUZZ_CHECK(inside(w->fr_previous, 8, w->fr_read) &&
 		   inside(w->fr_code, 8, w->fr_read) &&
 		   inside(w->fr_instr, 8, w->fr_read) &&

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * fakepy - a synthetic CPython 3.14 / 3.15 process for tachyon-bpf tests.
+ * fakepy - a synthetic CPython 3.14 / 3.15 / 3.13t / 3.14t process for
+ * tachyon-bpf tests.
  *
  * CPython 3.14 and 3.15 cannot be installed here, so this program lays out
  * what a profiler reads of such an interpreter in its own memory: a
@@ -12,16 +13,30 @@
  *
  * usage: fakepy VERSION [--ready FILE]   run; print "READY <pid>" when ready
  *        fakepy VERSION --expect         print the expected collapsed stacks
+ *        fakepy VERSION --expect-threads  the same, each line prefixed with
+ *                                        the name (comm) of the thread that
+ *                                        shows it and a tab
  *
- * VERSION: 3.14, 3.15; refusal cases: 3.16 (unknown), 3.15b1 (pre-release),
- * 3.14t (free-threaded).
+ * VERSION: 3.14, 3.15, 3.13t, 3.14t (free-threaded); refusal cases: 3.16
+ * (unknown), 3.15b1 (pre-release), 3.15t (free-threaded, no known layout).
  *
- * The offsets below are our own choice, made to look like 3.14/3.15 but to
+ * The free-threaded ones are laid out with the real offsets of CPython
+ * 3.13.18t / 3.14.10t (their _Py_DebugOffsets and the few facts it does not
+ * carry, from CPython's headers compiled with Py_GIL_DISABLED): the 32-byte
+ * object header (ob_type at 24), 3.14t's one-bit _PyStackRef tag and
+ * thread-local bytecode (each worker runs its own copy of every code
+ * object's bytecode, as tlbc_index in its frames says), 3.14t's str state
+ * with a full-byte `interned`. Their main thread and three workers
+ * ("ft-worker-N") run in parallel, each with its own thread state and
+ * datastack, each switching between its own two stacks every few ms.
+ *
+ * The 3.14/3.15 offsets below are our own choice, made to look like them but to
  * differ from 3.13's (and between 3.14 and 3.15), so a walker using any
  * other version's numbers reads garbage. Every value the _Py_DebugOffsets
  * declares is the offset we really use when building the objects.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -194,10 +209,52 @@ struct dbg14 {
 	struct d_debugger debugger_support;
 };
 
+/* 3.13's shape, in both builds (Include/internal/pycore_runtime.h). */
+struct d_interp13 {
+	uint64_t size, id, next, threads_head, gc, imports_modules, sysdict,
+		 builtins, ceval_gil, gil_runtime_state, gil_enabled, gil_locked,
+		 gil_holder;
+};
+
+struct d_frame13 {
+	uint64_t size, previous, executable, instr_ptr, localsplus, owner;
+};
+
+struct d_code13 {
+	uint64_t size, filename, name, qualname, linetable, firstlineno,
+		 argcount, localsplusnames, localspluskinds, co_code_adaptive;
+};
+
+struct dbg13 {
+	struct d_head h;
+	struct d_runtime runtime_state;
+	struct d_interp13 interpreter_state;
+	struct d_tstate14 thread_state;
+	struct d_frame13 interpreter_frame;
+	struct d_code13 code_object;
+	struct d_pyobject pyobject;
+	struct d_type14 type_object;
+	struct d_seq tuple_object;
+	struct d_seq list_object;
+	struct d_dict dict_object;
+	struct d_float float_object;
+	struct d_long long_object;
+	struct d_bytes bytes_object;
+	struct d_unicode14 unicode_object;
+	struct d_gc14 gc;
+};
+
 /* Positions from the doc's §2 table: a typo here would test the wrong thing. */
 #define AT(s, f, v) _Static_assert(offsetof(struct s, f) == (v), #s "." #f)
 _Static_assert(sizeof(struct dbg14) == 760, "3.14 _Py_DebugOffsets size");
 _Static_assert(sizeof(struct dbg15) == 888, "3.15 _Py_DebugOffsets size");
+_Static_assert(sizeof(struct dbg13) == 584, "3.13 _Py_DebugOffsets size");
+AT(dbg13, interpreter_state.gil_holder, 144);
+AT(dbg13, thread_state.status, 216);
+AT(dbg13, interpreter_frame.owner, 264);
+AT(dbg13, code_object.co_code_adaptive, 344);
+AT(dbg13, pyobject.ob_type, 360);
+AT(dbg13, gc.collecting, 576);
 AT(dbg14, runtime_state.interpreters_head, 40);
 AT(dbg14, interpreter_state.threads_main, 80);
 AT(dbg14, interpreter_state.code_object_generation, 160);
@@ -233,20 +290,27 @@ AT(dbg15, debugger_support.debugger_script_path_size, 880);
 
 /*
  * Facts the debug offsets do not carry (doc §7, §8, user/layout.c extras):
- * co_version is a u32 at 92, and the frame owner numbering.
+ * co_version is a u32 (at 92, 108 in free-threaded builds), and the frame
+ * owner numbering.
  */
-#define CO_VERSION		92
+#define CO_VERSION		(V->co_version)
 #define OWNER_THREAD		0
 #define OWNER_GENERATOR		1
+#define OWNER_CSTACK_313	3	/* 3.13: the entry frame */
 #define OWNER_INTERPRETER	3	/* entry frame, 3.14 and 3.15 */
 #define OWNER_CSTACK_314	4	/* 3.14 only */
 #define OWNER_BASE_315		4	/* 3.15: the thread state's sentinel */
-#define TAG_REFCNT		1	/* _PyStackRef bit 0, GIL builds */
+/* _PyStackRef bit 0 (3.14+; Py_TAG_DEFERRED in free-threaded 3.14t); 3.13's
+ * f_executable is a plain pointer */
+#define TAG_REFCNT		(V->minor >= 14 ? 1 : 0)
 
-/* Our own choices for fields the debug offsets do not name. */
-#define STR_HASH		24
-#define BYTES_SHASH		24
-#define FR_RETURN_OFFSET	72	/* u16, both versions */
+/* Fields the debug offsets do not name: where CPython has them, relative
+ * to ones it does (hash after length, ob_shash after ob_size, ob_size after
+ * the object header, return_offset just before owner). */
+#define STR_HASH		(L->unicode_object.length + 8)
+#define BYTES_SHASH		(L->bytes_object.ob_size + 8)
+#define VAR_SIZE		(L->pyobject.size)
+#define FR_RETURN_OFFSET	(L->interpreter_frame.owner - 2)
 #define CHUNK_HDR		24	/* datastack chunk: previous, size, top */
 #define CHUNK_SIZE		(16 << 10)
 #define RUNTIME_SIZE		4096
@@ -357,27 +421,141 @@ static const struct dbg15 lay315 = {
 	},
 };
 
+/*
+ * What 3.13t and 3.14t share: objects behind the same 32-byte header
+ * (their values in both builds' _Py_DebugOffsets), and the generator
+ * (3.13t's not exported; its size: room for the frame it embeds).
+ */
+#define FT_OBJECT_HEADS \
+	.pyobject = { .size = 32, .ob_type = 24 }, \
+	.type_object = { .size = 432, .tp_name = 40, .tp_repr = 104, .tp_flags = 184 }
+#define FT_LIST \
+	.list_object = { .size = 56, .ob_item = 40, .ob_size = 32 }
+#define FT_OBJECTS \
+	.dict_object = { .size = 64, .ma_keys = 48, .ma_values = 56 }, \
+	.float_object = { .size = 40, .ob_fval = 32 }, \
+	.long_object = { .size = 48, .lv_tag = 32, .ob_digit = 40 }, \
+	.bytes_object = { .size = 56, .ob_size = 32, .ob_sval = 48 }, \
+	.unicode_object = { .size = 80, .state = 48, .length = 32, .asciiobject_size = 56 }
+#define FT_GEN \
+	.gen_object = { .size = 176, .gi_name = 40, .gi_iframe = 88, .gi_frame_state = 83 }
+
+/*
+ * Free-threaded CPython 3.13.18t: its real _Py_DebugOffsets values (the
+ * runtime's size aside: our _PyRuntime is RUNTIME_SIZE bytes), and for
+ * what 3.13 does not export, the real offsets: threads.main 7352, the
+ * generator's gi_name 40, gi_iframe 88, gi_frame_state 83 (its size: room
+ * for the frame it embeds), the thread state's eval_breaker 24; 3.13's
+ * frame has an int stacktop at 64, not a stackpointer.
+ */
+static const struct dbg15 lay313t = {
+	.runtime_state = { .size = RUNTIME_SIZE, .finalizing = 608, .interpreters_head = 632 },
+	.interpreter_state = {
+		.size = 215616, .id = 7272, .next = 7264, .threads_head = 7344,
+		.threads_main = 7352, .gc = 7400, .imports_modules = 7664,
+		.sysdict = 7648, .builtins = 7656, .ceval_gil = 16,
+		.gil_runtime_state = 7760, .gil_enabled = 0, .gil_locked = 7784,
+		.gil_holder = 7776,
+	},
+	.thread_state = {
+		.size = 312, .prev = 0, .next = 8, .interp = 16, .current_frame = 72,
+		.thread_id = 152, .native_thread_id = 160, .datastack_chunk = 232,
+		.status = 32,
+	},
+	.interpreter_frame = {
+		.size = 80, .previous = 8, .executable = 0, .instr_ptr = 56,
+		.localsplus = 72, .owner = 70, .stackpointer = 64,
+	},
+	.code_object = {
+		.size = 224, .filename = 128, .name = 136, .qualname = 144,
+		.linetable = 152, .firstlineno = 84, .argcount = 68,
+		.localsplusnames = 112, .localspluskinds = 120,
+		.co_code_adaptive = 216,
+	},
+	FT_OBJECT_HEADS,
+	.tuple_object = { .size = 48, .ob_item = 40, .ob_size = 32 },
+	FT_LIST,
+	FT_OBJECTS,
+	.gc = { .size = 248, .collecting = 200 },
+	FT_GEN,
+	.debugger_support = { .eval_breaker = 24 },
+};
+
+/* Free-threaded CPython 3.14.10t: its real _Py_DebugOffsets values. */
+static const struct dbg15 lay314t = {
+	.runtime_state = { .size = RUNTIME_SIZE, .finalizing = 784, .interpreters_head = 808 },
+	.interpreter_state = {
+		.size = 249976, .id = 7280, .next = 7272, .threads_head = 7344,
+		.threads_main = 7360, .gc = 7408, .imports_modules = 7712,
+		.sysdict = 7696, .builtins = 7704, .ceval_gil = 16,
+		.gil_runtime_state = 7808, .gil_enabled = 0, .gil_locked = 7832,
+		.gil_holder = 7824, .code_object_generation = 8024,
+		.tlbc_generation = 17300,
+	},
+	.thread_state = {
+		.size = 832, .prev = 0, .next = 8, .interp = 16, .current_frame = 72,
+		.thread_id = 152, .native_thread_id = 160, .datastack_chunk = 232,
+		.status = 32,
+	},
+	.interpreter_frame = {
+		.size = 88, .previous = 8, .executable = 0, .instr_ptr = 56,
+		.localsplus = 80, .owner = 78, .stackpointer = 64, .tlbc_index = 72,
+	},
+	.code_object = {
+		.size = 240, .filename = 128, .name = 136, .qualname = 144,
+		.linetable = 152, .firstlineno = 84, .argcount = 68,
+		.localsplusnames = 112, .localspluskinds = 120,
+		.co_code_adaptive = 232, .co_tlbc = 224,
+	},
+	FT_OBJECT_HEADS,
+	.tuple_object = { .size = 56, .ob_item = 48, .ob_size = 32 },
+	FT_LIST,
+	.set_object = { .size = 216, .used = 40, .table = 56, .mask = 48 },
+	FT_OBJECTS,
+	.gc = { .size = 288, .collecting = 192 },
+	FT_GEN,
+	.llist_node = { .next = 0, .prev = 8 },
+	.debugger_support = {
+		.eval_breaker = 24, .remote_debugger_support = 304,
+		.remote_debugging_enabled = 8108, .debugger_pending_call = 0,
+		.debugger_script_path = 4, .debugger_script_path_size = 512,
+	},
+};
+
 struct version {
 	const char *arg;
 	uint64_t hex;
 	uint64_t free_threaded;
 	int minor;			/* which _Py_DebugOffsets shape */
 	const struct dbg15 *lay;
+	uint16_t co_version;		/* offset of the u32 in PyCodeObject */
+	uint8_t state_shift;		/* str state: kind at bit 2 + this */
+	uint8_t workers;		/* threads besides main: 1, 3 in parallel */
 };
 
 static const struct version versions[] = {
-	{ "3.14", 0x030E00F0, 0, 14, &lay314 },
-	{ "3.15", 0x030F00F0, 0, 15, &lay315 },
+	{ "3.14", 0x030E00F0, 0, 14, &lay314, 92, 0, 1 },
+	{ "3.15", 0x030F00F0, 0, 15, &lay315, 92, 0, 1 },
+	{ "3.13t", 0x030D12F0, 1, 13, &lay313t, 108, 0, 3 },
+	{ "3.14t", 0x030E0AF0, 1, 14, &lay314t, 108, 6, 3 },
 	/*
 	 * Refusal cases, laid out like the nearest known version so that
-	 * --force-version can profile them. 3.14t only sets free_threaded:
+	 * --force-version can profile them. 3.15t only sets free_threaded:
 	 * its objects keep the GIL-build shapes, as it must be refused before
 	 * anything past the header is read.
 	 */
-	{ "3.16", 0x031000F0, 0, 15, &lay315 },
-	{ "3.15b1", 0x030F00B1, 0, 15, &lay315 },
-	{ "3.14t", 0x030E00F0, 1, 14, &lay314 },
+	{ "3.16", 0x031000F0, 0, 15, &lay315, 92, 0, 1 },
+	{ "3.15b1", 0x030F00B1, 0, 15, &lay315, 92, 0, 1 },
+	{ "3.15t", 0x030F00F0, 1, 15, &lay315, 92, 0, 1 },
 };
+
+/*
+ * Laid out as a free-threaded build (3.13t, 3.14t): the 32-byte object
+ * header. The refusal case 3.15t only says free-threaded in its header.
+ */
+#define FT	(L->pyobject.size == 32)
+/* 3.14t: frames say which thread-local copy of the bytecode they run. */
+#define TLBC	(FT && L->interpreter_frame.tlbc_index)
 
 /* ---- the process image ---- */
 
@@ -388,7 +566,7 @@ unsigned char _PyRuntime[RUNTIME_SIZE]
 /* Only its address matters: every code object's ob_type points here. */
 unsigned char PyCode_Type[416] __attribute__((aligned(16)));
 
-#define ARENA_SIZE	(512 << 10)
+#define ARENA_SIZE	(2 << 20)	/* a free-threaded interpreter is 250 KB */
 static uint8_t arena[ARENA_SIZE] __attribute__((aligned(4096)));
 static size_t arena_used;
 
@@ -450,9 +628,15 @@ static uint8_t *none_obj, *empty_tuple, *empty_bytes;
 /* ob_refcnt, as an immortal object has it */
 #define IMMORTAL	0xc0000000ULL
 
+/* free-threaded: ob_tid 0, ob_ref_local (u32 at 12) immortal */
+#define FT_REF_LOCAL	12
+
 static void obj_head(uint8_t *o, const void *type)
 {
-	put64(o, 0, IMMORTAL);
+	if (FT)
+		put32(o, FT_REF_LOCAL, UINT32_MAX);
+	else
+		put64(o, 0, IMMORTAL);
 	put64(o, L->pyobject.ob_type, A(type));
 }
 
@@ -518,8 +702,10 @@ static uint8_t *make_str(const char *utf8)
 	obj_head(s, type_str);
 	put64(s, L->unicode_object.length, n);
 	put64(s, STR_HASH, 0x5eed0000ULL + n);
-	state = 1 | kind << 2 | 1 << 5 | ascii << 6 | 1 << 7;	/* interned */
-	state |= 0xa5c3e100u;
+	/* interned (bits 0-1, or all of byte 0 in 3.14t), then kind, compact,
+	 * ascii, statically_allocated: state_shift bits higher in 3.14t */
+	state = 1 | (kind << 2 | 1 << 5 | ascii << 6 | 1 << 7) << V->state_shift;
+	state |= 0xa5c3e100u << V->state_shift;
 	put32(s, L->unicode_object.state, state);
 	put32(s, L->unicode_object.state + 4, 0xdeadbeef);	/* padding */
 	for (i = 0; i < n; i++) {
@@ -630,7 +816,8 @@ static int lt_line_at(const struct lt_ent *e, int firstlineno, int idx)
 
 /* ---- our objects must agree with what we declare ---- */
 
-#define GIL_SIZE	32	/* interval, last_holder, locked, switch_number */
+/* interval, last_holder, locked, switch_number (free-threaded: enabled first) */
+#define GIL_SIZE	(FT ? 40 : 32)
 
 struct span {
 	uint64_t off, len;
@@ -656,25 +843,29 @@ static void check_spans(uint64_t size, const struct span *s, size_t n)
 
 static uint64_t dbg_size(void)
 {
+	if (V->minor == 13)
+		return sizeof(struct dbg13);
 	return V->minor >= 15 ? sizeof(struct dbg15) : sizeof(struct dbg14);
 }
 
 static void check_interp(void)
 {
 	const struct d_interp *o = &L->interpreter_state;
+	uint64_t holder = FT ? 16 : 8;
 	const struct span s[] = {
 		SP(o, id, 8), SP(o, next, 8), SP(o, threads_head, 8),
 		SP(o, threads_main, 8), SP(o, gc, L->gc.size),
 		SP(o, imports_modules, 8), SP(o, sysdict, 8), SP(o, builtins, 8),
 		SP(o, ceval_gil, 8), SP(o, gil_runtime_state, GIL_SIZE),
-		SP(o, code_object_generation, 8),
-		SP(&L->debugger_support, remote_debugging_enabled, 4),
+		/* 3.14+ only */
+		SP(o, code_object_generation, V->minor >= 14 ? 8 : 0),
+		SP(&L->debugger_support, remote_debugging_enabled, V->minor >= 14 ? 4 : 0),
 	};
-
+	/* holder and locked live in the GIL struct, at +8 and +16 (+16 and
+	 * +24 after a free-threaded build's `enabled`) */
 	check_spans(o->size, s, sizeof(s) / sizeof(s[0]));
-	/* holder and locked live in the GIL struct, at +8 and +16 */
-	if (o->gil_holder != o->gil_runtime_state + 8 ||
-	    o->gil_locked != o->gil_runtime_state + 16)
+	if (o->gil_holder != o->gil_runtime_state + holder ||
+	    o->gil_locked != o->gil_runtime_state + holder + 8)
 		die("GIL fields misplaced");
 	if (L->gc.collecting + 4 > L->gc.size)
 		die("gc.collecting outside the GC state");
@@ -689,7 +880,8 @@ static void check_tstate(void)
 		SP(o, current_frame, 8), SP(o, thread_id, 8),
 		SP(o, native_thread_id, 8), SP(o, datastack_chunk, 8),
 		SP(o, status, 4), SP(d, eval_breaker, 8),
-		SP(d, remote_debugger_support, 4 + d->debugger_script_path_size),
+		SP(d, remote_debugger_support,
+		   V->minor >= 14 ? 4 + d->debugger_script_path_size : 0),
 		/* 3.15 only: length 0 elsewhere, so never checked */
 		SP(o, base_frame, V->minor >= 15 ? 8 : 0),
 		SP(o, last_profiled_frame, V->minor >= 15 ? 8 : 0),
@@ -711,15 +903,17 @@ static void check_objects(void)
 	const struct d_unicode *u = &L->unicode_object;
 	const struct span fs[] = {
 		SP(f, executable, 8), SP(f, previous, 8), SP(f, instr_ptr, 8),
-		SP(f, stackpointer, 8), { FR_RETURN_OFFSET, 2, "return_offset" },
-		SP(f, owner, 1), SP(f, localsplus, 8),
+		SP(f, stackpointer, V->minor >= 14 ? 8 : 4),	/* 3.13: int stacktop */
+		{ FR_RETURN_OFFSET, 2, "return_offset" },
+		SP(f, owner, 1), SP(f, localsplus, 8), SP(f, tlbc_index, TLBC ? 4 : 0),
 	};
 	const struct span cs[] = {
-		SP(&L->pyobject, ob_type, 8), { 16, 8, "ob_size" },
+		SP(&L->pyobject, ob_type, 8), { VAR_SIZE, 8, "ob_size" },
 		SP(c, argcount, 4), SP(c, firstlineno, 4),
 		{ CO_VERSION, 4, "co_version" }, SP(c, localsplusnames, 8),
 		SP(c, localspluskinds, 8), SP(c, filename, 8), SP(c, name, 8),
 		SP(c, qualname, 8), SP(c, linetable, 8), SP(c, co_code_adaptive, 8),
+		SP(c, co_tlbc, TLBC ? 8 : 0),
 	};
 	const struct span gs[] = {
 		SP(&L->pyobject, ob_type, 8), SP(g, gi_name, 8),
@@ -844,11 +1038,54 @@ static const struct link worker[] = {
 static const struct link *const main_phases[] = { main_a, main_b, main_c };
 #define NPHASES	(sizeof(main_phases) / sizeof(main_phases[0]))
 
+/*
+ * Free-threaded builds: three workers besides main, in parallel, each
+ * switching between two stacks of its own (the first worker's first is
+ * `worker`, the one worker of the GIL builds, which does not switch).
+ */
+static const struct link worker1_b[] = {
+	ENTRY, PY(C_BOOT, 6, 1073), PYT(C_RUN, 3, 1012), ENTRY, PYT(C_WORKER, 3, 12), END,
+};
+
+static const struct link worker2_a[] = {
+	ENTRY, PY(C_BOOT, 6, 1073), PYT(C_RUN, 3, 1012), ENTRY,
+	PYT(C_NAIVE, 7, 20), PY(C_INNER, 10, 31), END,
+};
+
+static const struct link worker2_b[] = {
+	ENTRY, PY(C_BOOT, 6, 1073), PYT(C_RUN, 3, 1012), ENTRY, PYT(C_NAIVE, 15, 24), END,
+};
+
+static const struct link worker3_a[] = {
+	ENTRY, PY(C_BOOT, 9, 1073), PY(C_RUN, 1, 1012), ENTRY, PYT(C_STREAM, 6, 6), END,
+};
+
+static const struct link worker3_b[] = {
+	ENTRY, PY(C_BOOT, 6, 1073), PYT(C_RUN, 3, 1012), ENTRY,
+	PYT(C_MAIN, 15, 9), PYT(C_INNER, 0, 29), END,
+};
+
+#define MAX_WORKERS	3
+static const struct link *const worker_chains[MAX_WORKERS][2] = {
+	{ worker, worker1_b }, { worker2_a, worker2_b }, { worker3_a, worker3_b },
+};
+
+/* Stacks worker w cycles through: the GIL builds' one worker keeps one. */
+static unsigned worker_nchains(void)
+{
+	return FT ? 2 : 1;
+}
+
 static uint8_t *code_objs[NCODES];
+/* 3.14t: each code object's copies of its bytecode, by tlbc index. */
+static uint8_t *tlbc_copy[NCODES][1 + MAX_WORKERS];
 
 static void check_tables(void)
 {
-	const struct link *const chains[] = { main_a, main_b, main_c, worker };
+	const struct link *const chains[] = {
+		main_a, main_b, main_c, worker, worker1_b, worker2_a, worker2_b,
+		worker3_a, worker3_b,
+	};
 	size_t i;
 
 	for (i = 0; i < sizeof(chains) / sizeof(chains[0]); i++) {
@@ -866,6 +1103,29 @@ static void check_tables(void)
 	}
 }
 
+/*
+ * 3.14t: co_tlbc -> _PyCodeArray { Py_ssize_t size; char *entries[] }:
+ * entry 0 is the code object's own bytecode (main's), entry k worker k's
+ * copy, specialised its own way (other bytes, the same instructions).
+ */
+static void make_tlbc(int i, uint8_t *co, int units)
+{
+	uint64_t n = 1 + V->workers, k;
+	uint8_t *arr = zalloc(8 + 8 * n);
+
+	put64(arr, 0, n);
+	tlbc_copy[i][0] = co + L->code_object.co_code_adaptive;
+	for (k = 0; k < n; k++) {
+		if (k) {
+			tlbc_copy[i][k] = zalloc(2 * units + 8);
+			memcpy(tlbc_copy[i][k], tlbc_copy[i][0], 2 * units);
+			tlbc_copy[i][k][0] ^= (uint8_t)(k << 4);
+		}
+		put64(arr, 8 + 8 * k, A(tlbc_copy[i][k]));
+	}
+	put64(co, L->code_object.co_tlbc, A(arr));
+}
+
 static uint8_t *make_code(int i)
 {
 	const struct code_spec *c = &codes[i];
@@ -877,7 +1137,7 @@ static uint8_t *make_code(int i)
 	lt_encode(&t, c->lt);
 	co = zalloc(o->co_code_adaptive + 2 * t.units + 8);
 	obj_head(co, PyCode_Type);
-	put64(co, 16, t.units);		/* ob_size */
+	put64(co, VAR_SIZE, t.units);	/* ob_size */
 	put32(co, o->argcount, 1);
 	put32(co, o->firstlineno, c->firstlineno);
 	/* Nonzero and distinct per version: keys the profiler's caches. */
@@ -892,6 +1152,8 @@ static uint8_t *make_code(int i)
 		co[o->co_code_adaptive + 2 * u] = (uint8_t)(40 + u % 80);
 		co[o->co_code_adaptive + 2 * u + 1] = (uint8_t)u;
 	}
+	if (TLBC)
+		make_tlbc(i, co, t.units);
 	return co;
 }
 
@@ -902,10 +1164,11 @@ struct thread {
 	uint8_t *chunk;		/* datastack chunk */
 	uint64_t top;		/* first free byte in the chunk */
 	uint64_t base;		/* 3.15 sentinel base frame; 0 before 3.15 */
+	uint32_t tlbc;		/* 3.14t: its copy of the bytecode; 0 = main's */
 };
 
 static uint8_t *interp;
-static struct thread threads[2];
+static struct thread threads[1 + MAX_WORKERS];	/* main first */
 static uint64_t phase_leaf[NPHASES];
 
 #define NSLOTS	4		/* localsplus slots per frame */
@@ -922,21 +1185,29 @@ static uint8_t *push_raw(struct thread *t)
 	return f;
 }
 
-static void frame_fill(uint8_t *f, uint64_t prev, uint64_t exec, uint64_t instr,
-		       int owner)
+static void frame_fill(const struct thread *t, uint8_t *f, uint64_t prev, uint64_t exec,
+		       uint64_t instr, int owner)
 {
 	const struct d_frame *o = &L->interpreter_frame;
+
+	if (TLBC)	/* every frame a thread pushes, as CPython does */
+		put32(f, o->tlbc_index, t->tlbc);
 
 	put64(f, o->previous, prev);
 	put64(f, o->executable, exec);
 	put64(f, o->instr_ptr, instr);
-	put64(f, o->stackpointer, A(f + o->localsplus + 8));
+	if (V->minor >= 14)
+		put64(f, o->stackpointer, A(f + o->localsplus + 8));
+	else
+		put32(f, o->stackpointer, 1);	/* 3.13's stacktop */
 	put16(f, FR_RETURN_OFFSET, 2);
 	f[o->owner] = (uint8_t)owner;
 }
 
-static uint64_t instr_of(int code, int idx)
+static uint64_t instr_of(const struct thread *t, int code, int idx)
 {
+	if (t->tlbc)
+		return A(tlbc_copy[code][t->tlbc] + 2 * idx);
 	return A(code_objs[code] + L->code_object.co_code_adaptive + 2 * idx);
 }
 
@@ -963,24 +1234,25 @@ static uint64_t push_link(struct thread *t, uint64_t prev, const struct link *k)
 	switch (k->kind) {
 	case K_ENTRY:
 		f = push_raw(t);
-		frame_fill(f, prev, none, A(trampoline), OWNER_INTERPRETER);
+		frame_fill(t, f, prev, none, A(trampoline),
+			   V->minor == 13 ? OWNER_CSTACK_313 : OWNER_INTERPRETER);
 		return A(f);
 	case K_CSTACK:
-		if (V->minor >= 15)	/* 3.15 has no CSTACK owner */
+		if (V->minor != 14)	/* 3.13 and 3.15 have no such frame */
 			return prev;
 		f = push_raw(t);
-		frame_fill(f, prev, code, instr_of(k->code, k->idx), OWNER_CSTACK_314);
+		frame_fill(t, f, prev, code, instr_of(t, k->code, k->idx), OWNER_CSTACK_314);
 		return A(f);
 	case K_GEN:
 		f = gen_frame(k->code);
-		frame_fill(f, prev, code | TAG_REFCNT, instr_of(k->code, k->idx),
+		frame_fill(t, f, prev, code | TAG_REFCNT, instr_of(t, k->code, k->idx),
 			   OWNER_GENERATOR);
 		return A(f);
 	default:
 		f = push_raw(t);
 		if (k->kind == K_PYT)
 			code |= TAG_REFCNT;
-		frame_fill(f, prev, code, instr_of(k->code, k->idx), OWNER_THREAD);
+		frame_fill(t, f, prev, code, instr_of(t, k->code, k->idx), OWNER_THREAD);
 		return A(f);
 	}
 }
@@ -1010,7 +1282,7 @@ static void make_base_frame(struct thread *t)
 		return;
 	after = push_link(t, 0, &bogus);
 	f = push_raw(t);
-	frame_fill(f, after, A(none_obj) | TAG_REFCNT, A(trampoline), OWNER_BASE_315);
+	frame_fill(t, f, after, A(none_obj) | TAG_REFCNT, A(trampoline), OWNER_BASE_315);
 	t->base = A(f);
 }
 
@@ -1040,7 +1312,8 @@ static void make_interp(void)
 	interp = zalloc(o->size);
 	put64(interp, o->id, 0);
 	put64(interp, o->next, 0);
-	put64(interp, o->code_object_generation, 42);
+	if (V->minor >= 14)
+		put64(interp, o->code_object_generation, 42);
 	put64(interp, o->ceval_gil, A(interp + o->gil_runtime_state));
 	put64(_PyRuntime, L->runtime_state.interpreters_head, A(interp));
 	put64(_PyRuntime, L->runtime_state.finalizing, 0);
@@ -1064,20 +1337,27 @@ static void make_types(void)
 
 /* ---- _Py_DebugOffsets ---- */
 
+static void dbg_head(struct d_head *h)
+{
+	memcpy(h->cookie, "xdebugpy", 8);
+	h->version = V->hex;
+	h->free_threaded = V->free_threaded;
+}
+
 static void emit_dbg15(const struct dbg15 *l)
 {
 	struct dbg15 d = *l;
 
-	memcpy(d.h.cookie, "xdebugpy", 8);
-	d.h.version = V->hex;
-	d.h.free_threaded = V->free_threaded;
+	dbg_head(&d.h);
 	memcpy(_PyRuntime, &d, sizeof(d));
 }
 
-static void emit_dbg14(const struct dbg15 *l)
+/* The 3.14 shape of the layout, for 3.14 itself and to derive 3.13's. */
+static void to_dbg14(const struct dbg15 *l, struct dbg14 *d)
 {
 	const struct d_tstate *t = &l->thread_state;
-	struct dbg14 d = {
+
+	*d = (struct dbg14){
 		.runtime_state = l->runtime_state,
 		.interpreter_state = l->interpreter_state,
 		.thread_state = {
@@ -1113,10 +1393,59 @@ static void emit_dbg14(const struct dbg15 *l)
 		.llist_node = l->llist_node,
 		.debugger_support = l->debugger_support,
 	};
+	dbg_head(&d->h);
+}
 
-	memcpy(d.h.cookie, "xdebugpy", 8);
-	d.h.version = V->hex;
-	d.h.free_threaded = V->free_threaded;
+static void emit_dbg14(const struct dbg15 *l)
+{
+	struct dbg14 d;
+
+	to_dbg14(l, &d);
+	memcpy(_PyRuntime, &d, sizeof(d));
+}
+
+/* 3.13: 3.14's shape less threads_main, code_object_generation,
+ * tlbc_generation, stackpointer, tlbc_index, co_tlbc and what follows gc. */
+static void emit_dbg13(const struct dbg15 *l)
+{
+	const struct d_interp *i = &l->interpreter_state;
+	const struct d_frame *f = &l->interpreter_frame;
+	const struct d_code *c = &l->code_object;
+	struct dbg14 e;
+	struct dbg13 d;
+
+	to_dbg14(l, &e);
+	d = (struct dbg13){
+		.h = e.h, .runtime_state = e.runtime_state,
+		.interpreter_state = {
+			.size = i->size, .id = i->id, .next = i->next,
+			.threads_head = i->threads_head, .gc = i->gc,
+			.imports_modules = i->imports_modules, .sysdict = i->sysdict,
+			.builtins = i->builtins, .ceval_gil = i->ceval_gil,
+			.gil_runtime_state = i->gil_runtime_state,
+			.gil_enabled = i->gil_enabled, .gil_locked = i->gil_locked,
+			.gil_holder = i->gil_holder,
+		},
+		.thread_state = e.thread_state,
+		.interpreter_frame = {
+			.size = f->size, .previous = f->previous, .executable = f->executable,
+			.instr_ptr = f->instr_ptr, .localsplus = f->localsplus,
+			.owner = f->owner,
+		},
+		.code_object = {
+			.size = c->size, .filename = c->filename, .name = c->name,
+			.qualname = c->qualname, .linetable = c->linetable,
+			.firstlineno = c->firstlineno, .argcount = c->argcount,
+			.localsplusnames = c->localsplusnames,
+			.localspluskinds = c->localspluskinds,
+			.co_code_adaptive = c->co_code_adaptive,
+		},
+		.pyobject = e.pyobject, .type_object = e.type_object,
+		.tuple_object = e.tuple_object, .list_object = e.list_object,
+		.dict_object = e.dict_object, .float_object = e.float_object,
+		.long_object = e.long_object, .bytes_object = e.bytes_object,
+		.unicode_object = e.unicode_object, .gc = e.gc,
+	};
 	memcpy(_PyRuntime, &d, sizeof(d));
 }
 
@@ -1137,18 +1466,43 @@ static void print_chain(const struct link *k)
 	putchar('\n');
 }
 
-static void print_expected(void)
+/* The thread names (comm) a profiler sees: main keeps the program's. */
+#define MAIN_COMM	"fakepy"
+
+static void worker_comm(unsigned w, char *buf, size_t len)
 {
+	if (FT)
+		snprintf(buf, len, "ft-worker-%u", w + 1);
+	else
+		snprintf(buf, len, "%s", MAIN_COMM);
+}
+
+/* Every stack, each line prefixed with its thread's name if `threads`. */
+static void print_expected(int threads)
+{
+	char comm[16];
+	unsigned w, c;
 	size_t i;
 
-	for (i = 0; i < NPHASES; i++)
+	for (i = 0; i < NPHASES; i++) {
+		if (threads)
+			printf("%s\t", MAIN_COMM);
 		print_chain(main_phases[i]);
-	print_chain(worker);
+	}
+	for (w = 0; w < V->workers; w++) {
+		for (c = 0; c < worker_nchains(); c++) {
+			worker_comm(w, comm, sizeof(comm));
+			if (threads)
+				printf("%s\t", comm);
+			print_chain(worker_chains[w][c]);
+		}
+	}
 }
 
 /* ---- running ---- */
 
 static volatile int worker_ready;
+static uint64_t worker_leaf[MAX_WORKERS][2];
 
 static void spin(unsigned long n)
 {
@@ -1171,15 +1525,47 @@ static void claim_thread(struct thread *t)
 	put64(t->ts, L->thread_state.thread_id, (uint64_t)pthread_self());
 }
 
+/*
+ * Free-threaded builds: thread i (main 0, worker w at 1 + w) runs on the
+ * i-th CPU it may use, round robin, so with two CPUs both run Python at
+ * once and each CPU's samples come from threads of its own.
+ */
+static void pin(unsigned i)
+{
+	cpu_set_t allowed, one;
+	unsigned n, cpu, seen = 0;
+
+	if (!FT || sched_getaffinity(0, sizeof(allowed), &allowed))
+		return;
+	n = (unsigned)CPU_COUNT(&allowed);
+	for (cpu = 0; n && cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &allowed) || seen++ != i % n)
+			continue;
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+		return;
+	}
+}
+
+/* Worker w (threads[1 + w]): its stacks in turn, every few ms. */
 static void *worker_main(void *arg)
 {
-	struct thread *t = arg;
+	unsigned w = (unsigned)(uintptr_t)arg, c;
+	struct thread *t = &threads[1 + w];
+	char comm[16];
 
+	worker_comm(w, comm, sizeof(comm));
+	if (FT)
+		pthread_setname_np(pthread_self(), comm);
+	pin(1 + w);
 	claim_thread(t);
-	set_current(t, build_chain(t, worker));
-	__atomic_store_n(&worker_ready, 1, __ATOMIC_RELEASE);
-	for (;;)
-		spin(1UL << 30);
+	set_current(t, worker_leaf[w][0]);
+	__atomic_add_fetch(&worker_ready, 1, __ATOMIC_RELEASE);
+	for (c = 0;; c = (c + 1) % worker_nchains()) {
+		set_current(t, worker_leaf[w][c]);
+		spin(3000000 + 500000 * w);
+	}
 	return NULL;
 }
 
@@ -1197,6 +1583,7 @@ static void write_ready(const char *path)
 
 static void build(void)
 {
+	unsigned w, c;
 	size_t i;
 
 	memset(arena, 0x5a, sizeof(arena));	/* garbage between objects */
@@ -1208,14 +1595,21 @@ static void build(void)
 	for (i = 0; i < NCODES; i++)
 		code_objs[i] = make_code((int)i);
 	make_interp();
-	/* threads.head is the newest thread: the worker, then main. */
+	/* threads.head is the newest thread: the last worker, ..., main. */
 	make_thread(&threads[0], 0);
-	make_thread(&threads[1], A(threads[0].ts));
-	put64(interp, L->interpreter_state.threads_head, A(threads[1].ts));
+	for (w = 1; w <= V->workers; w++) {
+		threads[w].tlbc = TLBC ? w : 0;
+		make_thread(&threads[w], A(threads[w - 1].ts));
+		for (c = 0; c < worker_nchains(); c++)
+			worker_leaf[w - 1][c] = build_chain(&threads[w], worker_chains[w - 1][c]);
+	}
+	put64(interp, L->interpreter_state.threads_head, A(threads[V->workers].ts));
 	put64(interp, L->interpreter_state.threads_main, A(threads[0].ts));
-	put64(interp, L->interpreter_state.gil_runtime_state + 0, 5000);
-	put64(interp, L->interpreter_state.gil_holder, A(threads[0].ts));
-	put32(interp, L->interpreter_state.gil_locked, 1);
+	if (!FT) {	/* free-threaded: the GIL is disabled */
+		put64(interp, L->interpreter_state.gil_runtime_state + 0, 5000);
+		put64(interp, L->interpreter_state.gil_holder, A(threads[0].ts));
+		put32(interp, L->interpreter_state.gil_locked, 1);
+	}
 	for (i = 0; i < NPHASES; i++)
 		phase_leaf[i] = build_chain(&threads[0], main_phases[i]);
 	if (V->minor >= 15)
@@ -1223,23 +1617,29 @@ static void build(void)
 	/* The debug offsets last: a profiler seeing the cookie sees it all. */
 	if (V->minor >= 15)
 		emit_dbg15(L);
-	else
+	else if (V->minor == 14)
 		emit_dbg14(L);
+	else
+		emit_dbg13(L);
 }
 
 static void run(const char *ready_path)
 {
 	pthread_t th;
+	unsigned w;
 	size_t i;
 	int err;
 
 	claim_thread(&threads[0]);
 	set_current(&threads[0], phase_leaf[0]);
-	err = pthread_create(&th, NULL, worker_main, &threads[1]);
-	if (err)
-		die("pthread_create: %s", strerror(err));
-	while (!__atomic_load_n(&worker_ready, __ATOMIC_ACQUIRE))
+	for (w = 0; w < V->workers; w++) {	/* before main pins itself */
+		err = pthread_create(&th, NULL, worker_main, (void *)(uintptr_t)w);
+		if (err)
+			die("pthread_create: %s", strerror(err));
+	}
+	while (__atomic_load_n(&worker_ready, __ATOMIC_ACQUIRE) < (int)V->workers)
 		;
+	pin(0);
 	if (ready_path)
 		write_ready(ready_path);
 	printf("READY %d\n", (int)getpid());
@@ -1252,8 +1652,8 @@ static void run(const char *ready_path)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: fakepy VERSION [--ready FILE | --expect]\n"
-		"VERSION: 3.14 3.15 3.16 3.15b1 3.14t\n");
+	fprintf(stderr, "usage: fakepy VERSION [--ready FILE | --expect | --expect-threads]\n"
+		"VERSION: 3.14 3.15 3.13t 3.14t 3.16 3.15b1 3.15t\n");
 	exit(2);
 }
 
@@ -1274,6 +1674,8 @@ int main(int argc, char **argv)
 	for (i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "--expect"))
 			expect = 1;
+		else if (!strcmp(argv[i], "--expect-threads"))
+			expect = 2;
 		else if (!strcmp(argv[i], "--ready") && i + 1 < argc)
 			ready = argv[++i];
 		else
@@ -1281,7 +1683,7 @@ int main(int argc, char **argv)
 	}
 	if (expect) {
 		check_tables();
-		print_expected();
+		print_expected(expect == 2);
 		return 0;
 	}
 	build();

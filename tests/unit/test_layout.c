@@ -12,6 +12,8 @@
 #include "fixtures/debug_offsets_313.h"
 #include "fixtures/debug_offsets_314.h"
 #include "fixtures/debug_offsets_315.h"
+#include "fixtures/debug_offsets_313t.h"
+#include "fixtures/debug_offsets_314t.h"
 
 static uint8_t buf[LAYOUT_DEBUG_OFFSETS_MAX];
 
@@ -20,6 +22,8 @@ static void load_313(void)
 	memset(buf, 0, sizeof(buf));
 	memcpy(buf, debug_offsets_313, sizeof(debug_offsets_313));
 }
+
+static int resolve_buf(size_t len, unsigned flags, struct py_layout *l);
 
 static void put64(size_t pos, uint64_t v)
 {
@@ -246,14 +250,85 @@ static void test_prerelease(void **state)
 	assert_string_equal(name, "3.13.0rc1");
 }
 
-static void test_free_threaded(void **state)
+/* What 3.13t and 3.14t share: the longer object header, no GIL, no objects. */
+static void assert_free_threaded(const struct py_layout *l)
+{
+	assert_true(l->walk.off.features & TB_F_NO_GIL);
+	assert_true(layout_no_gil(l));
+	assert_int_equal(l->walk.off.co_type, 24);	/* after ob_tid .. ob_ref_shared */
+	assert_int_equal(l->walk.off.co_fp, 108);	/* co_version, 16 bytes on */
+	assert_int_equal(l->walk.off.co_fp_lo, 108);
+	assert_int_equal(l->co_qualname, 144);
+	assert_int_equal(l->str.ascii_size, 56);
+	assert_int_equal(l->str.compact_size, 72);
+	assert_int_equal(l->str.state, 48);
+	assert_int_equal(l->obj.managed, PYOBJ_NONE);
+	assert_int_equal(l->interp_code_gen == TB_NO_OFFSET || l->code_gen_size == 8, 1);
+}
+
+/* 3.13t: the GIL build's frames and thread states, objects 16 bytes longer. */
+static void test_free_threaded_313t(void **state)
 {
 	struct py_layout l;
 
 	(void)state;
-	load_313();
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf, debug_offsets_313t, sizeof(debug_offsets_313t));
+	assert_int_equal(resolve_buf(584, 0, &l), LAYOUT_OK);
+	assert_string_equal(l.name, "3.13.18t");
+	assert_free_threaded(&l);
+	assert_int_equal(l.walk.off.exec_mask, ~0ULL);	/* f_executable: a PyObject * */
+	assert_false(l.walk.off.features & TB_F_TLBC);
+	assert_int_equal(l.walk.off.fr_owner, 70);
+	assert_int_equal(l.walk.off.co_adaptive, 216);
+	assert_int_equal(l.walk.off.ts_exc, 112);
+	assert_int_equal(l.str.state_shift, 0);		/* interned is still 2 bits */
+	assert_int_equal(l.interp_code_gen, TB_NO_OFFSET);	/* not trusted unchecked */
+}
+
+/* 3.14t: one _PyStackRef tag bit, thread-local bytecode, kind at bit 8. */
+static void test_free_threaded_314t(void **state)
+{
+	struct py_layout l;
+
+	(void)state;
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf, debug_offsets_314t, sizeof(debug_offsets_314t));
+	assert_int_equal(resolve_buf(760, 0, &l), LAYOUT_OK);
+	assert_string_equal(l.name, "3.14.10t");
+	assert_free_threaded(&l);
+	assert_int_equal(l.walk.off.exec_mask, ~1ULL);
+	assert_true(l.walk.off.features & TB_F_TLBC);
+	assert_true(l.walk.off.features & TB_F_CODE_DEATHS);
+	assert_int_equal(l.walk.off.fr_tlbc, 72);
+	assert_int_equal(l.walk.off.co_tlbc, 224);
+	assert_int_equal(l.walk.off.fr_owner, 78);
+	assert_int_equal(l.walk.off.co_adaptive, 232);
+	assert_int_equal(l.walk.off.fr_read, 79);	/* owner (78) is after tlbc_index (72) */
+	assert_int_equal(l.str.state_shift, 6);
+	assert_int_equal(l.interp_code_gen, 8024);
+	/* The GIL build's own row: none of it. */
+	memcpy(buf, debug_offsets_314, sizeof(debug_offsets_314));
+	assert_int_equal(resolve_buf(760, 0, &l), LAYOUT_OK);
+	assert_false(l.walk.off.features & (TB_F_TLBC | TB_F_NO_GIL));
+	assert_int_equal(l.walk.off.co_fp, 92);
+	assert_string_equal(l.name, "3.14.10");
+}
+
+/* A free-threaded build of a version with no free-threaded row: refused. */
+static void test_free_threaded_unknown(void **state)
+{
+	struct py_layout l;
+	char msg[320];
+
+	(void)state;
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf, debug_offsets_315, sizeof(debug_offsets_315));
 	put64(16, 1);
-	assert_int_equal(layout_from_debug_offsets(buf, 584, 0, &l), LAYOUT_FREE_THREADED);
+	assert_int_equal(resolve_buf(sizeof(debug_offsets_315), 0, &l), LAYOUT_FREE_THREADED);
+	layout_explain(&l, LAYOUT_FREE_THREADED, msg, sizeof(msg));
+	assert_non_null(strstr(msg, "Python 3.15.2t is a free-threaded"));
+	assert_non_null(strstr(msg, "3.13t and 3.14t"));
 }
 
 static void test_inconsistent(void **state)
@@ -335,11 +410,6 @@ static void test_explain(void **state)
 	assert_int_equal(resolve_buf(584, 0, &l), LAYOUT_PRERELEASE);
 	layout_explain(&l, LAYOUT_PRERELEASE, msg, sizeof(msg));
 	assert_non_null(strstr(msg, "Python 3.14.0b2 is a pre-release"));
-	load_313();
-	put64(16, 1);
-	assert_int_equal(resolve_buf(584, 0, &l), LAYOUT_FREE_THREADED);
-	layout_explain(&l, LAYOUT_FREE_THREADED, msg, sizeof(msg));
-	assert_non_null(strstr(msg, "Python 3.13.0t is a free-threaded"));
 }
 
 /* Version -> row: each source of the version picks the row of its version. */
@@ -578,7 +648,9 @@ int main(void)
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_unknown_version),
 		cmocka_unit_test(test_prerelease),
-		cmocka_unit_test(test_free_threaded),
+		cmocka_unit_test(test_free_threaded_313t),
+		cmocka_unit_test(test_free_threaded_314t),
+		cmocka_unit_test(test_free_threaded_unknown),
 		cmocka_unit_test(test_inconsistent),
 		cmocka_unit_test(test_builtin_tables),
 		cmocka_unit_test(test_explain),

@@ -264,6 +264,36 @@ static void test_instr_index(void **state)
 	assert_int_equal(tb_code_len(&w, 1), 96);
 }
 
+/* 3.14t: a frame's tlbc_index picks the copy of the bytecode its
+ * instruction pointer lies in; 0 (and any layout without TB_F_TLBC) counts
+ * from co_code_adaptive. */
+static void test_tlbc(void **state)
+{
+	struct tb_walk w = layout315();
+	uint8_t fr[TB_READ_MAX] = { 0 };
+	uint64_t code = 0x7000, array = 0x9000, copy = 0xa000;
+
+	(void)state;
+	put32(fr, 72, 2);
+	assert_int_equal(tb_frame_tlbc(&w, fr), 0);	/* a GIL build: no copies */
+	w.off.features |= TB_F_TLBC;
+	w.off.fr_tlbc = 72;
+	w.off.co_tlbc = 224;
+	assert_int_equal(tb_frame_tlbc(&w, fr), 2);
+	assert_int_equal(tb_tlbc_array_addr(&w, code), code + 224);
+	/* _PyCodeArray: size, then entries[]: entries[2] at +8 + 2 * 8 */
+	assert_int_equal(tb_tlbc_entry_addr(array, 2), array + 24);
+	assert_int_equal(tb_tlbc_entry_addr(0, 2), 0);		/* no array */
+	assert_int_equal(tb_tlbc_entry_addr(array, TB_TLBC_MAX), 0);	/* a torn index */
+	assert_int_equal(tb_instr_index_at(copy, copy + 30), 15);
+	assert_int_equal(tb_instr_index_at(copy, copy - 2), -1);
+	/* Counted against the code object's own bytecode, the copy's pointer
+	 * is far out of bounds: the index the walk would record without it. */
+	assert_int_equal(tb_instr_recorded(tb_instr_index(&w, code, copy + 30)), 6063);
+	put32(fr, 72, 0);
+	assert_int_equal(tb_frame_tlbc(&w, fr), 0);
+}
+
 static void test_code_parse(void **state)
 {
 	struct tb_walk w = layout312();
@@ -666,6 +696,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_fingerprint, reset),
 		cmocka_unit_test_setup(test_instr_index, reset),
+		cmocka_unit_test_setup(test_tlbc, reset),
 		cmocka_unit_test_setup(test_code_parse, reset),
 		cmocka_unit_test_setup(test_frame_kind, reset),
 		cmocka_unit_test_setup(test_can_end, reset),
