@@ -49,6 +49,7 @@ const volatile __u8 read_status = 1;		/* read GIL and GC state per sample */
 const volatile __u8 report_all_exec = 0;	/* --all-python: every exec matters */
 const volatile __u32 tick_every = 1;		/* -e tick: sample every Nth tick per CPU */
 const volatile __u64 tick_handler = 0;		/* -e tick: the tick hrtimer's function */
+const volatile __u8 timeline = 0;		/* --timeline: every sample a timed record */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -802,6 +803,42 @@ static __always_inline int push_sample(__u32 pid, __u32 tid, __u64 stack_id,
 	return 0;
 }
 
+/* --timeline: the sample with its time and CPU; since: off CPU from then. */
+static __always_inline int push_timed(__u32 pid, __u32 tid, __u64 stack_id, __u32 flags,
+				      __u32 weight, __s32 kstack, __u64 since)
+{
+	struct tb_timed *r;
+	__u64 wake;
+
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r)
+		return -1;
+	r->s.kind = TB_REC_TIMED;
+	r->s.pid = pid;
+	r->s.tid = tid;
+	r->s.flags = flags;
+	r->s.stack_id = stack_id;
+	r->s.weight = weight;
+	r->s.kstack = kstack;
+	r->time_ns = bpf_ktime_get_ns();
+	r->start_ns = since ? since : r->time_ns;
+	r->cpu = bpf_get_smp_processor_id();
+	r->pad = 0;
+	wake = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ?
+		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	bpf_ringbuf_submit(r, wake);
+	return 0;
+}
+
+/* A sample record: timed with --timeline, else the small one. */
+static __always_inline int push_record(__u32 pid, __u32 tid, __u64 stack_id, __u32 flags,
+				       __u32 weight, __s32 kstack, __u64 since)
+{
+	if (timeline)
+		return push_timed(pid, tid, stack_id, flags, weight, kstack, since);
+	return push_sample(pid, tid, stack_id, flags, weight, kstack);
+}
+
 /*
  * Count the sample in the map in count_slot. Returns 0, or -1 if it must
  * travel as a record: the map is full (or the slot empty).
@@ -907,9 +944,10 @@ static __always_inline int sample_current(void *ctx)
 		goto out;
 	}
 	kstack = kernel_stack(ctx, c.cnt);
-	if (c.s->walk.reg.acked && !count_sample(pid, tid, c.ch.hash, c.ch.flags, kstack)) {
+	if (!timeline && c.s->walk.reg.acked &&
+	    !count_sample(pid, tid, c.ch.hash, c.ch.flags, kstack)) {
 		count(c.cnt, TB_C_AGGREGATED);
-	} else if (push_sample(pid, tid, c.ch.hash, c.ch.flags, 1, kstack) < 0) {
+	} else if (push_record(pid, tid, c.ch.hash, c.ch.flags, 1, kstack, 0) < 0) {
 		count(c.cnt, TB_C_LOST);
 		goto out;
 	}
@@ -1016,7 +1054,8 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 	cnt = bpf_map_lookup_elem(&counters, &zero);
 	if (!cnt)
 		return;
-	if (push_sample(oc->pid, tid, oc->stack_id, oc->flags, (__u32)periods, oc->kstack)) {
+	if (push_record(oc->pid, tid, oc->stack_id, oc->flags, (__u32)periods, oc->kstack,
+			oc->since)) {
 		cnt[TB_C_OFFCPU_LOST] += periods;
 		return;
 	}

@@ -626,7 +626,10 @@ static void test_writer_table_formats(void **state)
 	assert_ptr_equal(writer_for_path("p.folded"), writer_find("collapsed"));
 	assert_null(writer_for_path("p.gz"));
 	assert_string_equal(writer_default()->name, "collapsed");
-	assert_string_equal(writer_names(), "collapsed, svg, speedscope, pprof, summary, pstats, heatmap");
+	assert_ptr_equal(writer_for_path("p.gecko.json"), writer_find("gecko"));
+	assert_ptr_equal(writer_for_path("p.trace.json"), writer_find("chrometrace"));
+	assert_string_equal(writer_names(),
+			    "collapsed, svg, speedscope, pprof, summary, pstats, heatmap, gecko, chrometrace");
 }
 
 /* A reader that went away: EPIPE comes back, as main() expects. */
