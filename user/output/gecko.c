@@ -14,7 +14,9 @@
  *             left to when it came back.
  *
  * An off-CPU interval worth N periods is N samples spread over it, so the
- * samples add up to the other formats' counts. Version 27 of the format:
+ * samples with a stack add up to the other formats' counts; each thread
+ * ends with one without (the Gecko profiler's idle sample), where its last
+ * sample ends. Version 27 of the format:
  * the profiler's upgraders bring it to the current one.
  */
 #include <errno.h>
@@ -84,6 +86,14 @@ static int64_t local_stack(struct gthread *g, uint32_t s)
 	return prefix;
 }
 
+/* When a tick's time ends, in ms: its interval's end, or one period on. */
+static double last_end(const struct resolved *r, struct rtick k)
+{
+	if (k.end_ns > k.t_ns)
+		return k.end_ns / 1e6;
+	return k.t_ns / 1e6 + resolved_period_s(r) * 1e3;
+}
+
 static void sample_row(struct gthread *g, int64_t stack, double ms, size_t *n)
 {
 	emit_str(g->e, (*n)++ ? ",\n[" : "\n[");
@@ -112,6 +122,9 @@ static int samples(struct gthread *g, const size_t *idx, size_t n)
 		for (w = 0; w < k->weight; w++)
 			sample_row(g, st, k->t_ns / 1e6 + span * w / k->weight, &rows);
 	}
+	/* Where the last sample ends: viewers draw a sample until the next. */
+	if (n)
+		sample_row(g, -1, last_end(r, r->ticks[idx[n - 1]]), &rows);
 	emit_str(g->e, "]},\n");
 	return 0;
 }
@@ -127,7 +140,7 @@ static void marker(struct gthread *g, int name, double start, double end, int ca
 static void markers(struct gthread *g, const size_t *idx, size_t n)
 {
 	const struct resolved *r = g->r;
-	double period_ms = resolved_period_s(r) * 1e3, gc_from = -1;
+	double gc_from = -1;
 	size_t i, count = 0;
 
 	emit_str(g->e, "\"markers\":{\"schema\":{\"name\":0,\"startTime\":1,\"endTime\":2,"
@@ -147,8 +160,7 @@ static void markers(struct gthread *g, const size_t *idx, size_t n)
 		}
 	}
 	if (gc_from >= 0)
-		marker(g, STR_GC, gc_from, r->ticks[idx[n - 1]].end_ns / 1e6 + period_ms, CAT_GC,
-		       &count);
+		marker(g, STR_GC, gc_from, last_end(r, r->ticks[idx[n - 1]]), CAT_GC, &count);
 	emit_str(g->e, "]},\n");
 }
 
