@@ -297,3 +297,32 @@ def test_timeline_thread_names():
         got = [e["args"]["name"] for e in json.load(f) if e["name"] == "thread_name"]
     missing = [n for n in NAMES if n not in got]
     check(not missing, "chrometrace: thread names %s lack %s %s" % (got, missing, where2))
+
+
+@timeout(120)
+def test_timeline_across_compactions():
+    """Live rows are folded every 10 s: the samples taken before a fold keep
+    their place on the timeline, none lost, none doubled."""
+    seconds = 12
+    w = start_workload(primary_python(), "named_threads.py", 60)
+    try:
+        out = art_path("long.gecko.json")
+        res = run_profiler(w.pid, ["-F", 199, "-d", seconds], timeout=seconds + 30,
+                           stats=True, outfile=out).expect_ok()
+    finally:
+        w.stop()
+    st = res.stats()
+    with open(out) as f:
+        d = json.load(f)
+    n = sum(1 for t in d["threads"] for s in t["samples"]["data"] if s[0] is not None)
+    check(st["compactions"] >= 1 and n == st["written"],
+          "gecko: %d samples, --stats wrote %d, %d compactions %s"
+          % (n, st["written"], st["compactions"], res.where()))
+    for t in d["threads"]:
+        times = [s[1] / 1e3 for s in t["samples"]["data"] if s[0] is not None]
+        check(times == sorted(times), "gecko %s: times go back %s" % (t["name"], res.where()))
+    first = min(s[1] for t in d["threads"] for s in t["samples"]["data"]) / 1e3
+    last = max(s[1] for t in d["threads"] for s in t["samples"]["data"]) / 1e3
+    check(first <= EDGE_S and last >= seconds - EDGE_S,
+          "gecko: samples from %.2f s to %.2f s of a %d s run %s"
+          % (first, last, seconds, res.where()))
