@@ -780,26 +780,35 @@ static __always_inline int push_stack(struct scratch *s, __u32 pid, __u64 id, __
 	return 1;
 }
 
-static __always_inline int push_sample(__u32 pid, __u32 tid, __u64 stack_id,
-				       __u32 flags, __u32 weight, __s32 kstack)
+/* Wake the consumer only when there is a batch worth reading. */
+static __always_inline __u64 wake_flag(void)
 {
-	struct tb_sample *r;
-	__u64 wake;
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ?
+		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
 
-	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
-	if (!r)
-		return -1;
-	r->kind = TB_REC_SAMPLE;
+static __always_inline void fill_sample(struct tb_sample *r, __u32 kind, __u32 pid, __u32 tid,
+					__u64 stack_id, __u32 flags, __u32 weight, __s32 kstack)
+{
+	r->kind = kind;
 	r->pid = pid;
 	r->tid = tid;
 	r->flags = flags;
 	r->stack_id = stack_id;
 	r->weight = weight;
 	r->kstack = kstack;
-	/* Wake the consumer only when there is a batch worth reading. */
-	wake = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ?
-		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
-	bpf_ringbuf_submit(r, wake);
+}
+
+static __always_inline int push_sample(__u32 pid, __u32 tid, __u64 stack_id,
+				       __u32 flags, __u32 weight, __s32 kstack)
+{
+	struct tb_sample *r;
+
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r)
+		return -1;
+	fill_sample(r, TB_REC_SAMPLE, pid, tid, stack_id, flags, weight, kstack);
+	bpf_ringbuf_submit(r, wake_flag());
 	return 0;
 }
 
@@ -808,25 +817,16 @@ static __always_inline int push_timed(__u32 pid, __u32 tid, __u64 stack_id, __u3
 				      __u32 weight, __s32 kstack, __u64 since)
 {
 	struct tb_timed *r;
-	__u64 wake;
 
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r)
 		return -1;
-	r->s.kind = TB_REC_TIMED;
-	r->s.pid = pid;
-	r->s.tid = tid;
-	r->s.flags = flags;
-	r->s.stack_id = stack_id;
-	r->s.weight = weight;
-	r->s.kstack = kstack;
+	fill_sample(&r->s, TB_REC_TIMED, pid, tid, stack_id, flags, weight, kstack);
 	r->time_ns = bpf_ktime_get_ns();
 	r->start_ns = since ? since : r->time_ns;
 	r->cpu = bpf_get_smp_processor_id();
 	r->pad = 0;
-	wake = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ?
-		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
-	bpf_ringbuf_submit(r, wake);
+	bpf_ringbuf_submit(r, wake_flag());
 	return 0;
 }
 

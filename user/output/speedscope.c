@@ -64,12 +64,22 @@ static void profile_name(struct emit *e, const struct resolved *r, const struct 
 	emit_json(e, buf);
 }
 
+/* One sample's frame indexes, root first. */
+static void stack_row(struct emit *e, const struct rsample *s, int first)
+{
+	uint32_t j;
+
+	emit_str(e, first ? "\n[" : ",\n[");
+	for (j = 0; j < s->depth; j++)
+		emit_u64(e, j ? ',' : 0, s->frames[j]->id);
+	emit_str(e, "]");
+}
+
 /* One profile: the samples idx[0..n), all of one process and thread. */
 static void profile(struct emit *e, const struct resolved *r, const size_t *idx, size_t n)
 {
 	uint64_t sum = 0;
 	size_t i;
-	uint32_t j;
 
 	for (i = 0; i < n; i++)
 		sum += r->samples[idx[i]].count;
@@ -77,14 +87,8 @@ static void profile(struct emit *e, const struct resolved *r, const size_t *idx,
 	profile_name(e, r, &r->samples[idx[0]]);
 	emit_printf(e, ",\"unit\":\"none\",\"startValue\":0,\"endValue\":%" PRIu64 ",\n\"samples\":[",
 		    sum);
-	for (i = 0; i < n; i++) {
-		const struct rsample *s = &r->samples[idx[i]];
-
-		emit_str(e, i ? ",\n[" : "\n[");
-		for (j = 0; j < s->depth; j++)
-			emit_u64(e, j ? ',' : 0, s->frames[j]->id);
-		emit_str(e, "]");
-	}
+	for (i = 0; i < n; i++)
+		stack_row(e, &r->samples[idx[i]], !i);
 	emit_str(e, "],\n\"weights\":[");
 	for (i = 0; i < n; i++)
 		emit_u64(e, i ? ',' : 0, r->samples[idx[i]].count);
@@ -122,7 +126,6 @@ static void thread_profile(struct emit *e, const struct resolved *r, uint32_t th
 	double period = resolved_period_s(r), sum = 0;
 	char proc[160], name[160], buf[400];
 	size_t i;
-	uint32_t j;
 
 	for (i = 0; i < n; i++)
 		sum += r->ticks[idx[i]].weight * period;
@@ -135,14 +138,8 @@ static void thread_profile(struct emit *e, const struct resolved *r, uint32_t th
 	emit_json(e, buf);
 	emit_printf(e, ",\"unit\":\"seconds\",\"startValue\":0,\"endValue\":%.9g,\n\"samples\":[",
 		    sum);
-	for (i = 0; i < n; i++) {
-		const struct rsample *s = &r->samples[r->ticks[idx[i]].sample];
-
-		emit_str(e, i ? ",\n[" : "\n[");
-		for (j = 0; j < s->depth; j++)
-			emit_u64(e, j ? ',' : 0, s->frames[j]->id);
-		emit_str(e, "]");
-	}
+	for (i = 0; i < n; i++)
+		stack_row(e, &r->samples[r->ticks[idx[i]].sample], !i);
 	emit_str(e, "],\n\"weights\":[");
 	for (i = 0; i < n; i++)
 		emit_printf(e, "%s%.9g", i ? "," : "", r->ticks[idx[i]].weight * period);
