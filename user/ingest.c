@@ -747,6 +747,9 @@ static int tl_resolve(struct ingest *in, struct resolved *r)
 	int ret = 0;
 
 	r->timeline = 1;
+	if (in->cnt.timeline_lost)
+		tb_warn("out of memory: %" PRIu64 " samples counted but left off the timeline",
+			in->cnt.timeline_lost);
 	r->ticks = calloc(in->ntl + 1, sizeof(*r->ticks));
 	if (!r->ticks || hmap_init(&seen, sizeof(struct thread_key))) {
 		rows_reset(in);
