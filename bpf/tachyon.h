@@ -177,6 +177,7 @@ enum tb_rec_kind {
 	TB_REC_SAMPLE = 1,
 	TB_REC_STACK = 2,
 	TB_REC_PROC = 3,
+	TB_REC_TIMED = 4,	/* struct tb_timed: --timeline */
 };
 
 /* What the sampler samples (rodata `mode`). */
@@ -213,6 +214,21 @@ struct tb_sample {
 	__u64 stack_id;
 	__u32 weight;		/* sample periods this record stands for (1 on CPU) */
 	__s32 kstack;		/* kernel stack id in `kstacks`, or < 0 */
+};
+
+/*
+ * --timeline (a time-ordered output): every sample travels as one of these,
+ * never counted in the kernel, so userspace can order them by time. A
+ * sample record with the time it was taken (bpf_ktime_get_ns(), the
+ * CLOCK_MONOTONIC userspace reads) and the CPU it was taken on; wall
+ * mode's off-CPU credit carries the interval it stands for.
+ */
+struct tb_timed {
+	struct tb_sample s;	/* s.kind = TB_REC_TIMED */
+	__u64 time_ns;		/* taken at; off CPU: when the thread came back */
+	__u64 start_ns;		/* off CPU: when it left; else equal to time_ns */
+	__u32 cpu;
+	__u32 pad;
 };
 
 /*
@@ -351,6 +367,10 @@ TB_ABI_OFF(struct tb_sample, flags, 12);
 TB_ABI_OFF(struct tb_sample, stack_id, 16);
 TB_ABI_OFF(struct tb_sample, weight, 24);
 TB_ABI_OFF(struct tb_sample, kstack, 28);
+TB_ABI_SIZE(struct tb_timed, 56);
+TB_ABI_OFF(struct tb_timed, time_ns, 32);
+TB_ABI_OFF(struct tb_timed, start_ns, 40);
+TB_ABI_OFF(struct tb_timed, cpu, 48);
 TB_ABI_SIZE(struct tb_count_key, 24);
 TB_ABI_OFF(struct tb_count_key, stack_id, 8);
 TB_ABI_OFF(struct tb_count_key, flags, 16);

@@ -13,6 +13,8 @@ to bench.json, so runs can be compared.
   - profiler CPU time (user + sys) per sample after warm-up, lost %, the
     code-object cache hit rate and the profiler's peak RSS; its CPU use
     while the target idles;
+  - --timeline (every sample a timed ring-buffer record) next to counting
+    in the kernel: BPF ns per sample, and what is lost at 10 kHz;
   - throughput: every CPU running the target at -F 100000/CPUs (>= 100k
     samples per second in total), capped at the safe 20 kHz per CPU; lost %;
   - the whole cost of a sample (target, other CPU, profiler, BPF) for the
@@ -147,14 +149,48 @@ def stop(ws):
         w.wait()
 
 
-def bpf_cost(py, script, depth, seconds=3, hz=999):
+def bpf_cost(py, script, depth, seconds=3, hz=999, extra=()):
     """One spinner per CPU, so the kernel's per-run figure is a walk's."""
     ws = spinners(py, script, depth, NCPUS)
     try:
-        stats, _ = profile(",".join(str(w.pid) for w in ws), hz, seconds)
+        stats, _ = profile(",".join(str(w.pid) for w in ws), hz, seconds, extra)
     finally:
         stop(ws)
     return stats
+
+
+def timeline_cost(py, script, rounds):
+    """Counted in the kernel vs --timeline, interleaved, depth 30, every CPU
+    busy: the median BPF ns per run at 999 Hz, and the lost samples at
+    10 kHz per CPU (the budget: <= 500 ns more, 0 lost)."""
+    rows = []
+    for label, extra in (("counted", ()), ("--timeline", ("--timeline",))):
+        rows.append({"mode": label, "extra": extra, "ns": [], "self": []})
+    for _ in range(rounds):
+        for r in rows:
+            s = bpf_cost(py, script, 30, seconds=2, extra=r["extra"])
+            r["ns"].append(s["bpf_ns_per_run"])
+            r["self"].append(s["bpf_ns_per_sample"])
+    for r in rows:
+        s = bpf_cost(py, script, 30, seconds=5, hz=10000, extra=r["extra"])
+        r.update({"ns_per_run": statistics.median(r["ns"]),
+                  "ns_per_sample_self": statistics.median(r["self"]),
+                  "samples_10k": s["collected"], "lost_10k": s["lost"]})
+        del r["extra"]
+    return rows
+
+
+def timeline_table(py, script, out):
+    rows = timeline_cost(py, script, ROUNDS)
+    out["timeline"] = rows
+    print("\n%-22s %12s %12s %14s %10s" % ("timeline vs counted", "BPF ns/run", "(self)",
+                                          "10 kHz samples", "lost"))
+    for r in rows:
+        print("%-22s %12.0f %12.0f %14d %10d" % (r["mode"], r["ns_per_run"],
+                                                 r["ns_per_sample_self"], r["samples_10k"],
+                                                 r["lost_10k"]))
+    print("  depth 30, every CPU busy; medians of %d rounds at 999 Hz, interleaved;"
+          " budget: <= 500 ns more per sample\n  with --timeline, 0 lost at 10 kHz" % ROUNDS)
 
 
 def throughput(py, script, seconds=5, faults=False):
@@ -424,6 +460,12 @@ def main():
         app_table({})
         return
     name, py = default_python()
+    if sys.argv[1:] == ["timeline"]:    # timeline vs counted alone
+        with tempfile.NamedTemporaryFile("w", suffix=".py") as f:
+            f.write(WORKLOAD)
+            f.flush()
+            timeline_table(py, f.name, {})
+        return
     out = {"machine": {"kernel": os.uname().release, "cpus": os.cpu_count()}, "python": name}
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(WORKLOAD)
@@ -485,6 +527,8 @@ def main():
         out["idle"] = r
         print("%-22s %8d %11.3f%% of a CPU while the target sleeps (%.0f s)"
               % ("idle target", 999, r["cpu_pct"], r["seconds"]))
+
+        timeline_table(py, script, out)
 
         out["throughput"] = [throughput(py, script), throughput(py, script, faults=True)]
         print("\n%-22s %14s %10s %9s %10s %7s %11s %9s" % (

@@ -220,6 +220,21 @@ def enc_profile(frames, procs, samples, cut=0, event="cpu-clock", freq=99, start
     return out
 
 
+def enc_timeline(threads, ticks):
+    """After enc_profile: threads (proc, tid, name or None); ticks (dt_ns, sample,
+    thread, off_us or 0, weight, cpu), in time order."""
+    out = bytes([1, len(threads) - 1, len(ticks)])
+    for proc, tid, name in threads:
+        out += bytes([proc]) + struct.pack("<I", tid)
+        out += bytes([1]) + s8(name) if name is not None else bytes([0])
+    for dt, sample, thread, off_us, weight, cpu in ticks:
+        shape = (0 if dt else 1) | (2 if off_us else 0) | (4 if weight > 1 else 0)
+        out += bytes([shape]) + (struct.pack("<I", dt) if dt else b"")
+        out += bytes([sample, thread]) + (struct.pack("<I", off_us) if off_us else b"")
+        out += (bytes([weight - 1]) if weight > 1 else b"") + bytes([cpu])
+    return out
+
+
 def gen_output():
     fr = [("<module>", "app.py", 54), ("main", "app.py", 49),
           ("handle_request", "app.py", 40), ("is_prime", "app.py", 17),
@@ -235,6 +250,13 @@ def gen_output():
     put("output", "empty", enc_profile(fr[:1], [], [], event=None))
     put("output", "recursion", enc_profile(fr[:4], procs[:1], [
         (0, 1, 0, 100, [0] + [3] * 20), (0, 1, 0, 1, [0, 1, 3, 3, 1, 3])], cut=0x0a))
+    # --timeline: two threads, a GC run, an off-CPU interval, equal times
+    put("output", "timeline", enc_profile(fr[:4], procs[:1], [
+        (0, 1234, 0, 3, [0, 1, 2, 3]), (0, 1234, 0x10, 2, [0, 1, 2]),
+        (0, 1240, 0x40, 5, [0, 1])], event="wall") + enc_timeline(
+        [(0, 1234, "MainThread"), (0, 1240, "w\u00f6rker<&\"")],
+        [(1000, 0, 0, 0, 1, 0), (0, 2, 1, 50000, 5, 1), (1000000, 1, 0, 0, 1, 0),
+         (1000000, 1, 0, 0, 1, 1), (1000000, 0, 0, 0, 1, 0)]))
 
 
 def main():

@@ -45,6 +45,7 @@ enum {
 	OPT_LOCALS,
 	OPT_BTF,
 	OPT_OPCODES,		/* issue 17 */
+	OPT_TIMELINE,
 	OPT_END,
 };
 
@@ -111,6 +112,9 @@ static const char usage_text[] =
 "      --opcodes[=all]      the bytecode instruction the leaf frame (every\n"
 "                           frame with =all) was executing, specialised\n"
 "                           names included: 'qualname (file:line) [BINARY_OP]'\n"
+"      --timeline           every sample with its time, in time order: with\n"
+"                           -f speedscope a timeline in seconds (py-spy's\n"
+"                           shape); gecko and chrometrace imply it\n"
 "      --stats FILE         write the closing statistics as JSON to FILE\n"
 "      --summary            also print the top functions (self and total\n"
 "                           samples) to stderr at the end\n"
@@ -253,6 +257,7 @@ static const struct option longopts[] = {
 	{ "locals", no_argument, NULL, OPT_LOCALS },
 	{ "btf", required_argument, NULL, OPT_BTF },
 	{ "opcodes", optional_argument, NULL, OPT_OPCODES },
+	{ "timeline", no_argument, NULL, OPT_TIMELINE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -617,6 +622,9 @@ static int parse_output_opt(int c, const char *arg, struct options *o)
 		return parse_push_interval(arg, o);
 	case OPT_OPCODES:
 		return parse_opcodes(arg, o);
+	case OPT_TIMELINE:
+		o->timeline = 1;
+		return 0;
 	}
 	return parse_issue16_opt(c, o);
 }
@@ -690,10 +698,6 @@ static int parse_one(int c, const char *arg, struct options *o)
 		return parse_event(arg, o);
 	case 'f':
 		o->writer = writer_find(arg);
-		if (!o->writer && !strcmp(arg, "chrometrace")) {
-			tb_error("--format chrometrace: not available (use -f speedscope: a timeline per thread at https://www.speedscope.app)");
-			return -1;
-		}
 		if (!o->writer) {
 			tb_error("--format %s: unknown format (choose one of: %s)", arg, writer_names());
 			return -1;
@@ -976,6 +980,10 @@ int cli_parse(int argc, char **argv, struct options *o)
 		return TB_EXIT_USAGE;
 	if (!o->writer)
 		o->writer = writer_default();
+	/* A time-ordered format needs every sample's time. */
+	if (o->writer->timed)
+		o->timeline = 1;
+	o->gc_state = o->writer->gc_markers;
 	tb_verbose = o->verbose;
 	return -1;
 }

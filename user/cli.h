@@ -58,6 +58,8 @@ struct options {
 	/* issue 16: frame lines, dump formats */
 	int line_mode;	/* enum frame_lines: --function, --nolineno */
 	int opcodes;	/* enum frame_opcodes: --opcodes[=all] */
+	int timeline;	/* --timeline (or a timed format): every sample with its time */
+	int gc_state;	/* the format shows collections: read the GC state per sample */
 	int dump_json;		/* dump --json: py-spy's JSON shape */
 	int dump_locals;	/* dump --locals: arguments and locals of each frame */
 	const char *btf_path;	/* --btf: the kernel's types from this file */

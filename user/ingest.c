@@ -33,6 +33,18 @@ struct pend_sample {
 	uint64_t weight;
 };
 
+/* --timeline: one sample as taken; its row once its target was folded. */
+struct tl_entry {
+	struct agg_key k;
+	uint64_t start_ns;	/* taken at (off CPU: left the CPU at) */
+	uint64_t end_ns;	/* = start_ns, or off CPU: came back at */
+	uint32_t weight;
+	uint32_t cpu;
+	int64_t row;		/* in the frozen profile, or TL_LIVE */
+};
+
+#define TL_LIVE	(-1)	/* counted in the live profile (or waiting for its stack) */
+
 struct ingest {
 	const struct options *opt;
 	struct sampler *sampler;
@@ -49,13 +61,20 @@ struct ingest {
 	size_t npend, pend_cap;
 	struct kstack_namer kstacks;	/* --kernel frame names */
 	struct ingest_counts cnt;
+	/* --timeline */
+	struct tl_entry *tl;		/* every sample in arrival order */
+	size_t ntl, tl_cap;
+	struct hmap rows;		/* agg_key -> 1 + row, while one resolve runs */
+	struct hmap tl_names;		/* {target, tid} -> name, kept past folds */
+	uint64_t tl_base_ns;		/* the run's start: time 0 */
 };
 
 static const char *thread_name(void *ctx, uint32_t target, uint32_t tid);
 static int kernel_frames(void *ctx, int32_t kstack, const char **names, int max);
 static void new_stack(struct ingest *in, const struct tb_stack *rec);
 static void add_sample(struct ingest *in, uint32_t pid, uint32_t tid, uint64_t stack_id,
-		       uint32_t flags, int32_t kstack, uint64_t weight);
+		       uint32_t flags, int32_t kstack, uint64_t weight,
+		       const struct tb_timed *when);
 
 struct ingest *ingest_new(const struct options *o, struct sampler *sampler, struct targets *ts)
 {
@@ -69,7 +88,9 @@ struct ingest *ingest_new(const struct options *o, struct sampler *sampler, stru
 	if (profile_init(&in->prof) || symbols_init(&in->sym) ||
 	    hmap_init(&in->thread_names, sizeof(struct thread_key)) ||
 	    pythreads_cache_init(&in->pynames) || resolved_init(&in->frozen) ||
-	    hmap_init(&in->limbo, sizeof(uint64_t))) {
+	    hmap_init(&in->limbo, sizeof(uint64_t)) ||
+	    hmap_init(&in->rows, sizeof(struct agg_key)) ||
+	    hmap_init(&in->tl_names, sizeof(struct thread_key))) {
 		ingest_free(in);
 		errno = ENOMEM;
 		return NULL;
@@ -92,6 +113,9 @@ void ingest_free(struct ingest *in)
 	free(in->unnamed);
 	pythreads_cache_free(&in->pynames);
 	hmap_free(&in->limbo);
+	hmap_free(&in->rows);
+	hmap_free_values(&in->tl_names, free);
+	free(in->tl);
 	symbols_free(&in->sym);
 	profile_free(&in->prof);
 	ksyms_free(&in->kstacks.ksyms);
@@ -171,6 +195,8 @@ int ingest_pending_for(const struct ingest *in, uint32_t target)
 	return 0;
 }
 
+static void on_row(void *ctx, const struct agg_key *k, size_t row);
+
 static void resolve_opts_of(struct ingest *in, struct resolve_opts *ro)
 {
 	*ro = (struct resolve_opts){
@@ -181,7 +207,58 @@ static void resolve_opts_of(struct ingest *in, struct resolve_opts *ro)
 		.proc_root = in->opt->all_python || in->opt->subprocesses || in->opt->show_pids,
 		.show_pids = in->opt->show_pids,
 		.thread_name = thread_name, .kernel_frames = kernel_frames, .ctx = in,
+		.row = in->opt->timeline ? on_row : NULL,
 	};
+}
+
+/* --timeline: the row each key of this resolve went into (see rows). */
+static void on_row(void *ctx, const struct agg_key *k, size_t row)
+{
+	struct ingest *in = ctx;
+	void **slot = hmap_put(&in->rows, k, NULL);
+
+	if (slot)
+		*slot = (void *)(uintptr_t)(row + 1);
+}
+
+static int64_t row_of(const struct ingest *in, const struct agg_key *k)
+{
+	void **slot = hmap_get(&in->rows, k);
+
+	return slot ? (int64_t)(uintptr_t)*slot - 1 : TL_LIVE;
+}
+
+static void rows_reset(struct ingest *in)
+{
+	hmap_free(&in->rows);
+	if (hmap_init(&in->rows, sizeof(struct agg_key)))
+		tb_warn("out of memory: the timeline loses samples");
+}
+
+/*
+ * A target's rows were just folded: its samples on the timeline name
+ * frozen rows from now on, and its threads' names outlive the fold.
+ */
+static void tl_fold(struct ingest *in, uint32_t target)
+{
+	const struct thread_key *k;
+	size_t i, it = 0;
+	void **val, **slot;
+	int added;
+
+	for (i = 0; i < in->ntl; i++)
+		if (in->tl[i].row == TL_LIVE && in->tl[i].k.target == target)
+			in->tl[i].row = row_of(in, &in->tl[i].k);
+	rows_reset(in);
+	while (hmap_next(&in->thread_names, &it, (const void **)&k, &val)) {
+		if (k->target != target || !*val)
+			continue;
+		slot = hmap_put(&in->tl_names, k, &added);
+		if (slot && !added)
+			free(*slot);
+		if (slot)
+			*slot = strdup(*val);
+	}
 }
 
 static void forget_threads(struct ingest *in, uint32_t target)
@@ -262,6 +339,8 @@ static void fold_target(struct ingest *in, struct target *t, int forget_each)
 	ingest_name_threads(in, 1);
 	if (profile_freeze(&in->prof, t, &in->sym, &ro, &in->frozen, &dead, &ndead))
 		tb_warn("pid %d: out of memory while keeping its samples", t->pid);
+	if (in->opt->timeline)
+		tl_fold(in, t->id);
 	if (forget_each) {
 		if (in->sampler->skel)
 			sampler_forget_stacks(in->sampler, dead, ndead);
@@ -289,7 +368,7 @@ void ingest_freeze(struct ingest *in, struct target *t)
 
 static void on_count(void *ctx, const struct tb_count_key *k, uint64_t n)
 {
-	add_sample(ctx, k->pid, k->tid, k->stack_id, k->flags, k->kstack, n);
+	add_sample(ctx, k->pid, k->tid, k->stack_id, k->flags, k->kstack, n, NULL);
 }
 
 /*
@@ -453,8 +532,22 @@ static void count_sample(struct ingest *in, const struct agg_key *k, uint64_t we
 	note_thread(in, k);
 }
 
+/* --timeline: note the sample's time; its row is found when resolving. */
+static void tl_add(struct ingest *in, const struct agg_key *k, const struct tb_timed *when)
+{
+	if (array_grow(&in->tl, &in->tl_cap, in->ntl + 1, sizeof(*in->tl), 4096)) {
+		in->cnt.timeline_lost += when->s.weight;
+		return;
+	}
+	in->tl[in->ntl++] = (struct tl_entry){
+		.k = *k, .start_ns = when->start_ns, .end_ns = when->time_ns,
+		.weight = when->s.weight, .cpu = when->cpu, .row = TL_LIVE,
+	};
+}
+
 static void add_sample(struct ingest *in, uint32_t pid, uint32_t tid, uint64_t stack_id,
-		       uint32_t flags, int32_t kstack, uint64_t weight)
+		       uint32_t flags, int32_t kstack, uint64_t weight,
+		       const struct tb_timed *when)
 {
 	const struct stack_frames *sf;
 	struct target *t = targets_by_pid(in->ts, pid);
@@ -469,6 +562,8 @@ static void add_sample(struct ingest *in, uint32_t pid, uint32_t tid, uint64_t s
 	k.stack_id = stack_id;
 	k.flags = flags & ~TB_SF_STATUS_KNOWN;
 	k.kstack = in->opt->kernel ? kstack : -1;
+	if (when)
+		tl_add(in, &k, when);
 	sf = profile_stack(&in->prof, stack_id);
 	if (!sf) {
 		/* Another CPU's copy of the frames may still be on its way; or
@@ -527,9 +622,14 @@ void ingest_credit_offcpu(struct ingest *in, uint64_t end_ns)
 	for (i = 0; i < n; i++) {
 		if (!v[i].periods)
 			continue;
+		struct tb_timed when = {
+			.s = { .weight = (uint32_t)v[i].periods }, .start_ns = v[i].since,
+			.time_ns = end_ns, .cpu = UINT32_MAX,
+		};
+
 		in->cnt.offcpu_final += v[i].periods;
 		add_sample(in, v[i].pid, v[i].tid, v[i].stack_id, v[i].flags, v[i].kstack,
-			   v[i].periods);
+			   v[i].periods, in->opt->timeline ? &when : NULL);
 	}
 	free(v);
 }
@@ -568,7 +668,11 @@ void ingest_record(struct ingest *in, const void *data, size_t size)
 	if (kind == TB_REC_SAMPLE && size >= sizeof(struct tb_sample)) {
 		in->cnt.received++;
 		add_sample(in, smp->pid, smp->tid, smp->stack_id, smp->flags, smp->kstack,
-			   smp->weight);
+			   smp->weight, NULL);
+	} else if (kind == TB_REC_TIMED && size >= sizeof(struct tb_timed)) {
+		in->cnt.received++;
+		add_sample(in, smp->pid, smp->tid, smp->stack_id, smp->flags, smp->kstack,
+			   smp->weight, data);
 	} else if (kind == TB_REC_STACK) {
 		in->cnt.stacks++;
 		ret = profile_add_stack(&in->prof, data, size);
@@ -579,6 +683,99 @@ void ingest_record(struct ingest *in, const void *data, size_t size)
 	} else {
 		in->cnt.bad_records++;
 	}
+}
+
+void ingest_set_start(struct ingest *in, uint64_t start_ns)
+{
+	in->tl_base_ns = start_ns;
+}
+
+/* ns since the start of the run; a sample taken just before it is at 0. */
+static uint64_t tl_time(const struct ingest *in, uint64_t ns)
+{
+	return ns > in->tl_base_ns ? ns - in->tl_base_ns : 0;
+}
+
+/* The index of e's thread in r->threads, added with its name if new. */
+static int tl_thread(struct ingest *in, struct resolved *r, struct hmap *seen,
+		     const struct agg_key *k, size_t *cap)
+{
+	struct thread_key tk = { k->target, k->tid };
+	const char *name;
+	void **slot = hmap_put(seen, &tk, NULL), **kept;
+
+	if (!slot)
+		return -ENOMEM;
+	if (*slot)
+		return (int)((uintptr_t)*slot - 1);
+	if (array_grow(&r->threads, cap, r->nthreads + 1, sizeof(*r->threads), 16))
+		return -ENOMEM;
+	name = thread_name(in, k->target, k->tid);
+	kept = hmap_get(&in->tl_names, &tk);
+	if (!name && kept)
+		name = *kept;
+	r->threads[r->nthreads] = (struct rthread){
+		.proc = k->target, .tid = k->tid, .name = name ? strdup(name) : NULL,
+	};
+	*slot = (void *)(uintptr_t)(++r->nthreads);
+	return (int)(r->nthreads - 1);
+}
+
+static int cmp_tick(const void *a, const void *b)
+{
+	const struct rtick *x = a, *y = b;
+
+	if (x->t_ns != y->t_ns)
+		return x->t_ns < y->t_ns ? -1 : 1;
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	return x->sample < y->sample ? -1 : x->sample > y->sample;
+}
+
+/*
+ * The time-ordered samples of r: each sample on the timeline whose row
+ * made it into the profile (rows of the live part were just noted by
+ * on_row), sorted by time. The ring buffer delivers each CPU's samples in
+ * order and the CPUs' nearly so; sorting the whole run at the end merges
+ * them exactly. Samples never counted (their stack never came) have no row
+ * and are left out, as from the counts.
+ */
+static int tl_resolve(struct ingest *in, struct resolved *r)
+{
+	struct hmap seen;
+	size_t i, cap = 0;
+	int ret = 0;
+
+	r->timeline = 1;
+	if (in->cnt.timeline_lost)
+		tb_warn("out of memory: %" PRIu64 " samples counted but left off the timeline",
+			in->cnt.timeline_lost);
+	r->ticks = calloc(in->ntl + 1, sizeof(*r->ticks));
+	if (!r->ticks || hmap_init(&seen, sizeof(struct thread_key))) {
+		rows_reset(in);
+		return -ENOMEM;
+	}
+	for (i = 0; i < in->ntl && ret >= 0; i++) {
+		const struct tl_entry *e = &in->tl[i];
+		int64_t row = e->row != TL_LIVE ? e->row : row_of(in, &e->k);
+
+		if (row < 0 || (size_t)row >= r->nsamples)
+			continue;
+		ret = tl_thread(in, r, &seen, &e->k, &cap);
+		if (ret < 0)
+			break;
+		r->ticks[r->nticks++] = (struct rtick){
+			.sample = (uint32_t)row, .thread = (uint32_t)ret,
+			.t_ns = tl_time(in, e->start_ns), .end_ns = tl_time(in, e->end_ns),
+			.weight = e->weight, .tid = e->k.tid, .cpu = e->cpu,
+		};
+	}
+	hmap_free(&seen);
+	rows_reset(in);
+	if (ret < 0)
+		return ret;
+	qsort(r->ticks, r->nticks, sizeof(*r->ticks), cmp_tick);
+	return 0;
 }
 
 int ingest_resolve(struct ingest *in, struct resolved *r)
@@ -599,5 +796,7 @@ int ingest_resolve(struct ingest *in, struct resolved *r)
 	if (profile_resolve(&in->prof, targets_all(in->ts), targets_count(in->ts),
 			    targets_procs(in->ts), &in->sym, &ro, r))
 		return -ENOMEM;
+	if (in->opt->timeline)
+		return tl_resolve(in, r);
 	return 0;
 }

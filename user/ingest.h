@@ -47,6 +47,8 @@ void ingest_name_threads(struct ingest *in, int force);
 void ingest_seed_offcpu(struct ingest *in, struct target *t, uint64_t since);
 /* Wall mode: threads still blocked at end_ns get their time too. */
 void ingest_credit_offcpu(struct ingest *in, uint64_t end_ns);
+/* --timeline: the run's start (CLOCK_MONOTONIC ns), time 0 of the samples. */
+void ingest_set_start(struct ingest *in, uint64_t start_ns);
 /* The symbolized profile (frozen + live) added to r, whose metadata the
  * caller set: 0 or -ENOMEM. */
 int ingest_resolve(struct ingest *in, struct resolved *r);

@@ -229,6 +229,8 @@ int profile_resolve(struct profile *p, struct target *const *targets, uint32_t n
 		ret = resolve_one(r, k, (uintptr_t)*val, sf, targets[k->target], sym, o);
 		if (ret)
 			return ret;
+		if (o->row)
+			o->row(o->ctx, k, r->nsamples - 1);
 	}
 	return 0;
 }
@@ -268,7 +270,7 @@ int profile_freeze(struct profile *p, struct target *t, struct symbols *sym,
 	struct agg_key *keys;
 	uint64_t *counts;
 	const struct agg_key *k;
-	size_t it = 0, n = 0, i;
+	size_t it = 0, n = 0, i, row = 0;
 	void **val;
 	int ret = 0;
 
@@ -294,8 +296,10 @@ int profile_freeze(struct profile *p, struct target *t, struct symbols *sym,
 		if (sf && !ret) {
 			ret = resolve_one(frozen, &keys[i], counts[i], sf, t, sym, o);
 			if (!ret)
-				resolved_merge_last(frozen, o->show_pids || o->threads,
-						    o->threads);
+				row = resolved_merge_last(frozen, o->show_pids || o->threads,
+							  o->threads);
+			if (!ret && o->row)
+				o->row(o->ctx, &keys[i], row);
 		}
 		hmap_del(&p->counts, &keys[i]);
 		unref_stack(p, keys[i].stack_id, *dead, ndead);

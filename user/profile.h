@@ -48,6 +48,8 @@ struct resolve_opts {
 	/* Optional: the name of a thread; kernel frame names of a stack id. */
 	const char *(*thread_name)(void *ctx, uint32_t target, uint32_t tid);
 	int (*kernel_frames)(void *ctx, int32_t kstack, const char **names, int max);
+	/* Optional (--timeline): the row of r a key was resolved into. */
+	void (*row)(void *ctx, const struct agg_key *k, size_t row);
 	void *ctx;
 };
 

@@ -121,6 +121,7 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 	s->skel->rodata->kernel_stacks = !!o->kernel_stacks;
 	s->skel->rodata->report_all_exec = !!o->report_all_exec;
 	s->skel->rodata->read_status = !!o->read_status;
+	s->skel->rodata->timeline = !!o->timeline;
 	/* Every context switch on the machine would run it: only when needed.
 	 * Likewise one of the two sample drivers: each program not loaded is
 	 * one verification fewer at start-up. */
@@ -569,7 +570,7 @@ int sampler_offcpu_left(struct sampler *s, uint64_t now, struct offcpu_left **ou
 		if (array_grow(out, &cap, (size_t)n + 1, sizeof(**out), 64))
 			break;
 		(*out)[n++] = (struct offcpu_left){ v.pid, key, v.flags, v.kstack, v.stack_id,
-						    (now - v.since + v.carry) / period };
+						    (now - v.since + v.carry) / period, v.since };
 	}
 	return n;
 }

@@ -37,6 +37,7 @@ struct sampler_opts {
 	int kernel_stacks;	/* --kernel: capture kernel stacks */
 	int report_all_exec;	/* --all-python: every exec is news */
 	int read_status;	/* read GIL and GC state in every sample */
+	int timeline;		/* every sample a timed record, none counted in the kernel */
 	int kernel_stats;	/* turn the kernel's BPF run-time statistics on */
 	const char *btf_path;	/* the kernel's types for CO-RE, NULL: its own */
 	ring_buffer_sample_fn on_record;
@@ -95,6 +96,7 @@ struct offcpu_left {
 	int32_t kstack;
 	uint64_t stack_id;
 	uint64_t periods;
+	uint64_t since;		/* left the CPU at (CLOCK_MONOTONIC ns) */
 };
 int sampler_offcpu_left(struct sampler *s, uint64_t now, struct offcpu_left **out);
 /* CLOCK_MONOTONIC in ns: the clock of the BPF side's time stamps. */

@@ -304,7 +304,9 @@ int session_start(struct session *s)
 		.rate_hz = s->opt->rate_hz, .tick_every = s->opt->tick_every,
 		.kernel_stacks = s->opt->kernel, .report_all_exec = s->opt->all_python,
 		/* Two more reads per sample: only when something uses them. */
-		.read_status = s->opt->mode == TB_MODE_GIL || s->opt->gc_frames,
+		.read_status = s->opt->mode == TB_MODE_GIL || s->opt->gc_frames ||
+			       s->opt->gc_state,
+		.timeline = s->opt->timeline,
 		.kernel_stats = s->opt->stats_path || tb_verbose,
 		.btf_path = s->opt->btf_path,
 		.on_record = on_record, .ctx = s,
@@ -497,6 +499,7 @@ void session_run(struct session *s)
 	int n, k;
 
 	s->start_ns = sampler_now_ns();
+	ingest_set_start(s->in, s->start_ns);
 	start = last_house = last_tick = last_compact = s->start_ns / 1e9;
 	s->st.start_unix = wall_now();
 	/* Wall mode: threads already blocked count from now. */

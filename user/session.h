@@ -37,6 +37,7 @@ struct ingest_counts {
 	uint64_t offcpu_final;		/* periods credited at the end (still blocked) */
 	uint64_t offcpu_seeded;		/* threads found blocked, credited from the start */
 	uint64_t compactions;		/* live profiles folded (bounded memory) */
+	uint64_t timeline_lost;		/* --timeline: samples counted but not timed (no memory) */
 };
 
 struct session_stats {

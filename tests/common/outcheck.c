@@ -260,11 +260,14 @@ static int json_value(struct json *j)
 		ret = json_string(j);
 		break;
 	case 't':
-		return json_lit(j, "true");
+		ret = json_lit(j, "true");
+		break;
 	case 'f':
-		return json_lit(j, "false");
+		ret = json_lit(j, "false");
+		break;
 	case 'n':
-		return json_lit(j, "null");
+		ret = json_lit(j, "null");
+		break;
 	default:
 		ret = json_number(j);
 	}

@@ -22,6 +22,11 @@
  *    valid UTF-8 (Python's marshal refuses anything else);
  *  - heatmap: a whole HTML page (source files named by frames are opened:
  *    whatever they hold is escaped like any other text);
+ *  - the time-ordered formats, on a timeline (ticks in time order, threads
+ *    with hostile names, off-CPU intervals, big weights) when the input
+ *    asks for one: gecko and chrometrace one valid JSON value of valid
+ *    UTF-8, chrometrace's "B" and "E" events balanced; speedscope then
+ *    writes its time-ordered shape;
  *  - a stream that fails after N bytes makes the writer return -EPIPE
  *    (the write's error), never 0, never a crash.
  */
@@ -35,6 +40,8 @@
 #define MAX_FRAMES	48
 #define MAX_SAMPLES	64
 #define MAX_PROCS	6
+#define MAX_THREADS	5
+#define MAX_TICKS	160
 
 struct built {
 	struct resolved r;
@@ -42,6 +49,8 @@ struct built {
 	struct rframe *frp[MAX_FRAMES];
 	struct rsample s[MAX_SAMPLES];
 	struct rproc p[MAX_PROCS];
+	struct rthread th[MAX_THREADS];
+	struct rtick tk[MAX_TICKS];
 	const char *event;
 	int all_utf8;		/* every name and file is valid UTF-8 */
 };
@@ -64,6 +73,37 @@ static char *repeat(char *s, size_t times)
 	out[n * times] = 0;
 	free(s);
 	return out;
+}
+
+/* Ticks in time order over the samples, the threads they name. */
+static void build_timeline(struct fz *f, struct built *b, size_t ns, size_t np)
+{
+	size_t i, nt = 1 + fz_u8(f) % MAX_THREADS, nk = fz_u8(f) % MAX_TICKS;
+	uint64_t t = 0;
+
+	for (i = 0; i < nt; i++) {
+		b->th[i].proc = fz_u8(f) % np;
+		b->th[i].tid = fz_u32(f);
+		b->th[i].name = (fz_u8(f) & 1) ? fz_str(f, 64) : NULL;
+	}
+	for (i = 0; i < nk; i++) {
+		struct rtick *k = &b->tk[i];
+		uint8_t shape = fz_u8(f);
+
+		t += shape & 1 ? 0 : fz_u32(f);	/* equal times too */
+		k->sample = fz_u8(f) % ns;
+		k->thread = fz_u8(f) % nt;
+		k->tid = b->th[k->thread].tid;
+		k->t_ns = t;
+		k->end_ns = t + (shape & 2 ? (uint64_t)fz_u32(f) * 1000 : 0);
+		k->weight = shape & 4 ? 1 + fz_u8(f) : 1;
+		k->cpu = fz_u8(f);
+	}
+	b->r.timeline = 1;
+	b->r.ticks = b->tk;
+	b->r.nticks = nk;
+	b->r.threads = b->th;
+	b->r.nthreads = nt;
 }
 
 static void build(struct fz *f, struct built *b)
@@ -152,6 +192,8 @@ static void build(struct fz *f, struct built *b)
 		.rate = fz_u32(f), .start_unix = (double)fz_u32(f),
 		.duration_s = fz_u16(f) / 10.0,
 	};
+	if (ns && (fz_u8(f) & 1))
+		build_timeline(f, b, ns, np);
 }
 
 static void unbuild(struct built *b)
@@ -164,6 +206,8 @@ static void unbuild(struct built *b)
 	}
 	for (i = 0; i < b->r.nsamples; i++)
 		free(b->s[i].frames);
+	for (i = 0; i < b->r.nthreads; i++)
+		free(b->th[i].name);
 }
 
 /* ---- output checks (the checkers are tests/common/outcheck.c) ---- */
@@ -211,14 +255,34 @@ static void check_svg(const char *out, size_t n)
 	FUZZ_CHECK(!why, "SVG: %s at byte %zu", why, at);
 }
 
-static void check_json(const char *out, size_t n)
+static void check_json(const char *what, const char *out, size_t n)
 {
 	const char *why;
 	size_t at = 0;
 
-	FUZZ_CHECK(oc_utf8_valid((const uint8_t *)out, n), "speedscope JSON is not valid UTF-8");
+	FUZZ_CHECK(oc_utf8_valid((const uint8_t *)out, n), "%s JSON is not valid UTF-8", what);
 	why = oc_json(out, n, &at);
-	FUZZ_CHECK(!why, "speedscope: %s near byte %zu", why, at);
+	FUZZ_CHECK(!why, "%s: %s near byte %zu", what, why, at);
+}
+
+static size_t count_of(const char *s, size_t n, const char *what)
+{
+	size_t k = 0, w = strlen(what);
+	const char *p = s, *end = s + n;
+
+	while ((p = memmem(p, (size_t)(end - p), what, w))) {
+		k++;
+		p += w;
+	}
+	return k;
+}
+
+/* Every frame begun ends: a quote starts the key only outside strings. */
+static void check_chrometrace(const char *out, size_t n)
+{
+	check_json("chrometrace", out, n);
+	FUZZ_CHECK(count_of(out, n, "\"ph\":\"B\"") == count_of(out, n, "\"ph\":\"E\""),
+		   "chrometrace: B and E events do not pair up");
 }
 
 /* Sample (2), Location (4), Function (5), ValueType (1, 11) nest one level. */
@@ -417,7 +481,7 @@ static void dump(const char *name, const char *out, size_t n)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *const names[] = { "collapsed", "svg", "speedscope", "pprof", "summary",
-					     "pstats", "heatmap" };
+					     "pstats", "heatmap", "gecko", "chrometrace" };
 	struct built *b = malloc(sizeof(*b));
 	struct fz f;
 	size_t i, n1, n2;
@@ -439,7 +503,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		switch (i) {
 		case 0: check_collapsed(b, o1, n1); break;
 		case 1: check_svg(o1, n1); break;
-		case 2: check_json(o1, n1); break;
+		case 2: check_json("speedscope", o1, n1); break;
 		case 3: check_pprof(o1, n1); break;
 		case 4: check_summary(o1, n1); break;
 		case 5: check_pstats(o1, n1); break;
@@ -447,6 +511,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_CHECK(n1 > 16 && !memcmp(o1, "<!DOCTYPE html>\n", 16) &&
 				   !memcmp(o1 + n1 - 8, "</html>\n", 8), "heatmap: not a whole page");
 			break;
+		case 7: check_json("gecko", o1, n1); break;
+		case 8: check_chrometrace(o1, n1); break;
 		}
 		if (cut & (1u << i))
 			run_failing(w, b, n1, cut % (n1 + 1));

@@ -250,8 +250,7 @@ def test_error_output_unknown_extension():
 @timeout(30)
 def test_error_pyspy_without_equivalent():
     """py-spy options we have no equivalent for get a pointer, not 'unknown option'."""
-    for args, word in ((["--native"], "native"), (["-n"], "native"),
-                       (["-f", "chrometrace"], "speedscope")):
+    for args, word in ((["--native"], "native"), (["-n"], "native")):
         _expect_error(_target().pid, ["-d", 1] + args, 2, must=[word],
                       must_not=["unknown option"], what=" ".join(args))
 

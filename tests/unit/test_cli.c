@@ -267,8 +267,17 @@ static void test_pyspy_spellings(void **state)
 	assert_int_equal(o.mode, TB_MODE_WALL);
 	assert_int_equal(PARSE("-p", "5", "--native"), 2);
 	assert_one_line("not implemented yet");
-	assert_int_equal(PARSE("-p", "5", "-f", "chrometrace"), 2);
-	assert_one_line("-f speedscope");
+	/* py-spy's chrometrace is ours too, and needs every sample's time */
+	assert_int_equal(PARSE("-p", "5", "-f", "chrometrace"), -1);
+	assert_string_equal(o.writer->name, "chrometrace");
+	assert_int_equal(o.timeline, 1);
+	assert_int_equal(PARSE("-p", "5", "-o", "x.gecko.json"), -1);
+	assert_int_equal(o.timeline, 1);
+	assert_int_equal(o.gc_state, 1);
+	assert_int_equal(PARSE("-p", "5", "-f", "speedscope"), -1);
+	assert_int_equal(o.timeline, 0);
+	assert_int_equal(PARSE("-p", "5", "-f", "speedscope", "--timeline"), -1);
+	assert_int_equal(o.timeline, 1);
 	assert_int_equal(PARSE("-p", "5,5,6,5"), -1);
 	assert_int_equal(o.npids, 2);
 }

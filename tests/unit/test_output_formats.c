@@ -626,7 +626,81 @@ static void test_writer_table_formats(void **state)
 	assert_ptr_equal(writer_for_path("p.folded"), writer_find("collapsed"));
 	assert_null(writer_for_path("p.gz"));
 	assert_string_equal(writer_default()->name, "collapsed");
-	assert_string_equal(writer_names(), "collapsed, svg, speedscope, pprof, summary, pstats, heatmap");
+	assert_ptr_equal(writer_for_path("p.gecko.json"), writer_find("gecko"));
+	assert_ptr_equal(writer_for_path("p.trace.json"), writer_find("chrometrace"));
+	assert_string_equal(writer_names(),
+			    "collapsed, svg, speedscope, pprof, summary, pstats, heatmap, gecko, chrometrace");
+}
+
+/* ---- the time-ordered writers ---- */
+
+static struct rthread fx_threads[] = {
+	{ .proc = 0, .tid = 1, .name = "MainThread" },
+	{ .proc = 0, .tid = 2 },
+};
+
+/* Thread 1: samples 0, 0, 1 (an off-CPU interval worth 3 periods), 0; thread 2: 2. */
+static struct rtick fx_ticks[] = {
+	{ .sample = 0, .thread = 0, .tid = 1, .t_ns = 1000000, .end_ns = 1000000, .weight = 1 },
+	{ .sample = 2, .thread = 1, .tid = 2, .t_ns = 1500000, .end_ns = 1500000, .weight = 1 },
+	{ .sample = 0, .thread = 0, .tid = 1, .t_ns = 2000000, .end_ns = 2000000, .weight = 1 },
+	{ .sample = 1, .thread = 0, .tid = 1, .t_ns = 3000000, .end_ns = 6000000, .weight = 3 },
+	{ .sample = 0, .thread = 0, .tid = 1, .t_ns = 6000000, .end_ns = 6000000, .weight = 1 },
+};
+
+static struct resolved timeline_fixture(void)
+{
+	struct resolved r = fixture();
+
+	r.timeline = 1;
+	r.ticks = fx_ticks;
+	r.nticks = sizeof(fx_ticks) / sizeof(fx_ticks[0]);
+	r.threads = fx_threads;
+	r.nthreads = 2;
+	return r;
+}
+
+static void test_timeline_writers(void **state)
+{
+	struct resolved r = timeline_fixture();
+	const char *why;
+	size_t n, at;
+	char *out;
+
+	(void)state;
+	/* speedscope: per thread, time order, seconds (1 ms a period) */
+	out = run_writer(output_speedscope, &r, &n);
+	assert_null(oc_json(out, n, &at));
+	assert_non_null(strstr(out, "MainThread (tid 1)\",\"unit\":\"seconds\",\"startValue\":0,"
+				    "\"endValue\":0.006,\n\"samples\":[\n[0,1,3],\n[0,1,3],\n[0,2,1],\n[0,1,3]]"));
+	assert_non_null(strstr(out, "\"weights\":[0.001,0.001,0.003,0.001]"));
+	assert_non_null(strstr(out, "tid 2 (tid 2)\""));
+	free(out);
+	/* chrometrace: frames open and close where the stacks change */
+	out = run_writer(output_chrometrace, &r, &n);
+	assert_null(oc_json(out, n, &at));
+	assert_int_equal(count_str(out, "\"ph\":\"B\""), count_str(out, "\"ph\":\"E\""));
+	assert_non_null(strstr(out, "{\"ph\":\"E\",\"name\":\"g\",\"cat\":\"python\",\"pid\":100,"
+				    "\"tid\":1,\"ts\":3000.000"));
+	assert_non_null(strstr(out, "\"args\":{\"name\":\"MainThread\"}"));
+	free(out);
+	/* gecko: 5 samples with a stack in thread 1 (the interval as 3), its
+	 * closing idle sample, an Off-CPU marker over the interval */
+	fx_samples[1].flags = RS_OFFCPU;
+	out = run_writer(output_gecko, &r, &n);
+	fx_samples[1].flags = 0;
+	why = oc_json(out, n, &at);
+	assert_null(why);
+	/* stacks, prefix first: main 0, f:20 1, g 2; f:22 3, f:20 4 */
+	assert_non_null(strstr(out, "[2,1.000,0],\n[2,2.000,0],\n[4,3.000,0],\n[4,4.000,0],\n"
+				    "[4,5.000,0],\n[2,6.000,0],\n[null,7.000,0]]"));
+	assert_non_null(strstr(out, "[1,3.000,6.000,1,3,null]"));
+	free(out);
+	/* out of time order: refused */
+	fx_ticks[0].t_ns = 9000000;
+	assert_int_equal(resolved_check(&r), -EINVAL);
+	fx_ticks[0].t_ns = 1000000;
+	assert_int_equal(resolved_check(&r), 0);
 }
 
 /* A reader that went away: EPIPE comes back, as main() expects. */
@@ -786,6 +860,7 @@ int main(void)
 		cmocka_unit_test(test_summary),
 		cmocka_unit_test(test_summary_top),
 		cmocka_unit_test(test_writer_table_formats),
+		cmocka_unit_test(test_timeline_writers),
 		cmocka_unit_test(test_epipe),
 		cmocka_unit_test(test_empty_profile),
 		cmocka_unit_test(test_inconsistent_profile),

@@ -372,3 +372,53 @@ void resolved_what(const struct resolved *r, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%s at %.6g Hz", event, r->rate);
 }
+
+double resolved_period_s(const struct resolved *r)
+{
+	return r->rate > 0 ? 1.0 / r->rate : 0.01;
+}
+
+void thread_describe(const struct rthread *t, char *out, size_t len)
+{
+	if (t->name)
+		snprintf(out, len, "%s", t->name);
+	else
+		snprintf(out, len, "tid %u", t->tid);
+}
+
+/* A counting sort by thread keeps each thread's ticks in time order. */
+int ticks_by_thread(const struct resolved *r, struct tick_groups *g)
+{
+	size_t *fill, i;
+	int err = resolved_check(r);
+
+	memset(g, 0, sizeof(*g));
+	if (err)
+		return err;
+	g->idx = malloc((r->nticks + 1) * sizeof(*g->idx));
+	g->start = calloc(r->nthreads + 2, sizeof(*g->start));
+	fill = calloc(r->nthreads + 1, sizeof(*fill));
+	if (!g->idx || !g->start || !fill) {
+		free(fill);
+		tick_groups_free(g);
+		return -ENOMEM;
+	}
+	for (i = 0; i < r->nticks; i++)
+		g->start[r->ticks[i].thread + 1]++;
+	for (i = 0; i < r->nthreads; i++)
+		g->start[i + 1] += g->start[i];
+	for (i = 0; i < r->nticks; i++) {
+		uint32_t t = r->ticks[i].thread;
+
+		g->idx[g->start[t] + fill[t]++] = i;
+	}
+	free(fill);
+	return 0;
+}
+
+void tick_groups_free(struct tick_groups *g)
+{
+	free(g->idx);
+	free(g->start);
+	memset(g, 0, sizeof(*g));
+}

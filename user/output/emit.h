@@ -80,4 +80,22 @@ int frame_is_kernel(const struct rframe *f);
  * "cpu-clock at 999 Hz" when the mode is not known. */
 void resolved_what(const struct resolved *r, char *buf, size_t len);
 
+/* --timeline helpers (resolved.ticks). */
+
+/* Seconds one sample period stands for: 1 / rate. */
+double resolved_period_s(const struct resolved *r);
+/* A thread's display name: its Python name, else "tid N". */
+void thread_describe(const struct rthread *t, char *out, size_t len);
+
+/* The ticks of each thread, in time order: thread t's are
+ * idx[start[t] .. start[t + 1]). */
+struct tick_groups {
+	size_t *idx;
+	size_t *start;
+};
+
+/* 0, or -ENOMEM/-EINVAL (the profile fails resolved_check()). */
+int ticks_by_thread(const struct resolved *r, struct tick_groups *g);
+void tick_groups_free(struct tick_groups *g);
+
 #endif

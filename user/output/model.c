@@ -183,7 +183,7 @@ static int same_row(const struct rsample *a, const struct rsample *b, int by_pro
 	return !memcmp(a->frames, b->frames, a->depth * sizeof(a->frames[0]));
 }
 
-void resolved_merge_last(struct resolved *r, int by_proc, int by_thread)
+size_t resolved_merge_last(struct resolved *r, int by_proc, int by_thread)
 {
 	struct rsample *s = &r->samples[r->nsamples - 1];
 	uint64_t key[2] = { row_hash(s, by_proc, by_thread), 0 };
@@ -193,10 +193,10 @@ void resolved_merge_last(struct resolved *r, int by_proc, int by_thread)
 	for (;;) {
 		slot = hmap_put(&r->dedup, key, &added);
 		if (!slot)
-			return;
+			return r->nsamples - 1;
 		if (added) {
 			*slot = (void *)(uintptr_t)r->nsamples;
-			return;
+			return r->nsamples - 1;
 		}
 		if (same_row(&r->samples[(uintptr_t)*slot - 1], s, by_proc, by_thread))
 			break;
@@ -206,6 +206,7 @@ void resolved_merge_last(struct resolved *r, int by_proc, int by_thread)
 	free(s->frames);
 	free(s->tname);
 	r->nsamples--;
+	return (uintptr_t)*slot - 1;
 }
 
 int resolved_check(const struct resolved *r)
@@ -225,6 +226,11 @@ int resolved_check(const struct resolved *r)
 				return -EINVAL;
 		}
 	}
+	for (i = 0; i < r->nticks; i++)
+		if (r->ticks[i].sample >= r->nsamples || r->ticks[i].thread >= r->nthreads ||
+		    r->ticks[i].end_ns < r->ticks[i].t_ns ||
+		    (i && r->ticks[i].t_ns < r->ticks[i - 1].t_ns))
+			return -EINVAL;
 	return 0;
 }
 
@@ -242,6 +248,10 @@ void resolved_free(struct resolved *r)
 		free(r->frames[i]->op);
 		free(r->frames[i]);
 	}
+	for (i = 0; i < r->nthreads; i++)
+		free(r->threads[i].name);
+	free(r->threads);
+	free(r->ticks);
 	free(r->samples);
 	free(r->frames);
 	free(r->procs);

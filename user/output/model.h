@@ -74,6 +74,28 @@ struct rsample {
 	char *tname;		/* the thread's name (Python's, else comm), or NULL */
 };
 
+/* A thread of the time-ordered samples (--timeline). */
+struct rthread {
+	uint32_t proc;		/* index in resolved.procs */
+	uint32_t tid;
+	char *name;		/* Python's name, else comm; NULL if unknown */
+};
+
+/*
+ * One sample in time order (--timeline): which row it counted in, which
+ * thread took it, when. A wall-mode off-CPU sample (its row RS_OFFCPU) is
+ * an interval, [t_ns, end_ns), that `weight` periods stand for.
+ */
+struct rtick {
+	uint32_t sample;	/* index in resolved.samples: frames and flags */
+	uint32_t thread;	/* index in resolved.threads */
+	uint64_t t_ns;		/* taken at, ns since the start of the run */
+	uint64_t end_ns;	/* off CPU: when the thread came back; else t_ns */
+	uint64_t weight;	/* sample periods: 1 on CPU */
+	uint32_t tid;
+	uint32_t cpu;
+};
+
 struct resolved {
 	struct rsample *samples;
 	size_t nsamples;
@@ -89,6 +111,13 @@ struct resolved {
 	const char *rate_text;	/* how the rate was asked and used: "-F 99", "-c 1000000" */
 	double start_unix;	/* wall-clock start, seconds */
 	double duration_s;
+	/* --timeline: every sample in time order (sorted by t_ns), summing to
+	 * total; the threads they name. nticks = 0 and timeline = 0 without. */
+	int timeline;
+	struct rtick *ticks;
+	size_t nticks;
+	struct rthread *threads;
+	size_t nthreads;
 	struct hmap index;	/* (name, file, line) -> rframe, while building */
 	size_t samples_cap;
 	struct hmap dedup;	/* frozen profiles: identical samples share a row */
@@ -112,9 +141,9 @@ int resolved_set_procs(struct resolved *r, const struct rproc *procs, uint32_t n
 /*
  * Merge the last sample into an earlier one with the same frames and flags
  * (and process if by_proc, thread if by_thread): frozen profiles keep one
- * row per stack the output can tell apart.
+ * row per stack the output can tell apart. Returns the row it is now.
  */
-void resolved_merge_last(struct resolved *r, int by_proc, int by_thread);
+size_t resolved_merge_last(struct resolved *r, int by_proc, int by_thread);
 /*
  * What the writers rely on: every sample's frames are the profile's own
  * (r->frames[f->id] == f). 0, or -EINVAL.

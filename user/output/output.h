@@ -49,6 +49,14 @@ int output_summary(FILE *out, const struct resolved *r);
 int output_pstats(FILE *out, const struct resolved *r);
 /* heatmap: HTML page, the hottest functions' source lines with their counts. */
 int output_heatmap(FILE *out, const struct resolved *r);
+/*
+ * The time-ordered formats, from resolved.ticks: gecko, the Firefox
+ * Profiler's (output/gecko.c); chrometrace, Chrome's trace events as py-spy
+ * writes them (output/chrometrace.c). speedscope writes py-spy's
+ * time-ordered shape when the profile has ticks (--timeline).
+ */
+int output_gecko(FILE *out, const struct resolved *r);
+int output_chrometrace(FILE *out, const struct resolved *r);
 
 /* The formats, by name; --format or -o's extension picks one. */
 struct writer {
@@ -56,6 +64,8 @@ struct writer {
 	const char *exts;	/* space-separated file name endings */
 	int (*write)(FILE *out, const struct resolved *r);
 	const char *hint;	/* what to do with the file, for "wrote FILE (hint)" */
+	int timed;		/* needs the samples in time order (resolved.ticks) */
+	int gc_markers;		/* shows garbage collections: needs RS_GC read per sample */
 };
 
 const struct writer *writer_find(const char *name);

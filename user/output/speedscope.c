@@ -9,6 +9,11 @@
  * Samples carry no time order here (they are aggregated), so each profile
  * lists its stacks sorted by frame label: speedscope's "Time Order" view
  * then shows a flame chart with equal prefixes side by side.
+ *
+ * With --timeline (the profile has ticks) it is py-spy's shape instead:
+ * one profile per thread, its samples in the order they were taken, each
+ * weighing its periods in seconds (unit "seconds"): "Time Order" is then
+ * the run as it happened, gaps while the thread did not run left out.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -59,12 +64,22 @@ static void profile_name(struct emit *e, const struct resolved *r, const struct 
 	emit_json(e, buf);
 }
 
+/* One sample's frame indexes, root first. */
+static void stack_row(struct emit *e, const struct rsample *s, int first)
+{
+	uint32_t j;
+
+	emit_str(e, first ? "\n[" : ",\n[");
+	for (j = 0; j < s->depth; j++)
+		emit_u64(e, j ? ',' : 0, s->frames[j]->id);
+	emit_str(e, "]");
+}
+
 /* One profile: the samples idx[0..n), all of one process and thread. */
 static void profile(struct emit *e, const struct resolved *r, const size_t *idx, size_t n)
 {
 	uint64_t sum = 0;
 	size_t i;
-	uint32_t j;
 
 	for (i = 0; i < n; i++)
 		sum += r->samples[idx[i]].count;
@@ -72,14 +87,8 @@ static void profile(struct emit *e, const struct resolved *r, const size_t *idx,
 	profile_name(e, r, &r->samples[idx[0]]);
 	emit_printf(e, ",\"unit\":\"none\",\"startValue\":0,\"endValue\":%" PRIu64 ",\n\"samples\":[",
 		    sum);
-	for (i = 0; i < n; i++) {
-		const struct rsample *s = &r->samples[idx[i]];
-
-		emit_str(e, i ? ",\n[" : "\n[");
-		for (j = 0; j < s->depth; j++)
-			emit_u64(e, j ? ',' : 0, s->frames[j]->id);
-		emit_str(e, "]");
-	}
+	for (i = 0; i < n; i++)
+		stack_row(e, &r->samples[idx[i]], !i);
 	emit_str(e, "],\n\"weights\":[");
 	for (i = 0; i < n; i++)
 		emit_u64(e, i ? ',' : 0, r->samples[idx[i]].count);
@@ -109,11 +118,65 @@ static void profiles(struct emit *e, const struct resolved *r, const size_t *idx
 	emit_str(e, "]");
 }
 
+/* One thread's samples in time order, weights in seconds. */
+static void thread_profile(struct emit *e, const struct resolved *r, uint32_t th,
+			   const size_t *idx, size_t n)
+{
+	const struct rthread *t = &r->threads[th];
+	double period = resolved_period_s(r), sum = 0;
+	char proc[160], name[160], buf[400];
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		sum += r->ticks[idx[i]].weight * period;
+	proc[0] = 0;
+	if (t->proc < r->nprocs)
+		proc_describe(&r->procs[t->proc], proc, sizeof(proc));
+	thread_describe(t, name, sizeof(name));
+	snprintf(buf, sizeof(buf), "%s%s%s (tid %u)", proc, proc[0] ? " " : "", name, t->tid);
+	emit_str(e, "{\"type\":\"sampled\",\"name\":");
+	emit_json(e, buf);
+	emit_printf(e, ",\"unit\":\"seconds\",\"startValue\":0,\"endValue\":%.9g,\n\"samples\":[",
+		    sum);
+	for (i = 0; i < n; i++)
+		stack_row(e, &r->samples[r->ticks[idx[i]].sample], !i);
+	emit_str(e, "],\n\"weights\":[");
+	for (i = 0; i < n; i++)
+		emit_printf(e, "%s%.9g", i ? "," : "", r->ticks[idx[i]].weight * period);
+	emit_str(e, "]}");
+}
+
+static int timeline_profiles(struct emit *e, const struct resolved *r)
+{
+	struct tick_groups g;
+	size_t nprof = 0;
+	uint32_t t;
+	int ret = ticks_by_thread(r, &g);
+
+	if (ret)
+		return ret;
+	emit_str(e, "\"profiles\":[");
+	for (t = 0; t < r->nthreads; t++) {
+		if (g.start[t + 1] == g.start[t])
+			continue;
+		if (nprof++)
+			emit_str(e, ",\n");
+		thread_profile(e, r, t, g.idx + g.start[t], g.start[t + 1] - g.start[t]);
+	}
+	if (!nprof)
+		emit_str(e, "{\"type\":\"sampled\",\"name\":\"no samples\",\"unit\":\"seconds\","
+			 "\"startValue\":0,\"endValue\":0,\"samples\":[],\"weights\":[]}");
+	emit_str(e, "]");
+	tick_groups_free(&g);
+	return 0;
+}
+
 int output_speedscope(FILE *out, const struct resolved *r)
 {
 	struct emit e;
 	char name[160], what[96];
 	size_t *idx = samples_sorted(r, 1);
+	int ret = 0;
 
 	if (!idx)
 		return -errno;
@@ -126,8 +189,11 @@ int output_speedscope(FILE *out, const struct resolved *r)
 	emit_json(&e, name);
 	emit_str(&e, ",\"exporter\":\"tachyon-bpf\",\"activeProfileIndex\":0,\n");
 	frames(&e, r);
-	profiles(&e, r, idx);
+	if (r->timeline)
+		ret = timeline_profiles(&e, r);
+	else
+		profiles(&e, r, idx);
 	emit_str(&e, "}\n");
 	free(idx);
-	return emit_done(&e);
+	return ret ? ret : emit_done(&e);
 }

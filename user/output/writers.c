@@ -5,14 +5,22 @@
 #include "output/output.h"
 
 static const struct writer writers[] = {
-	{ "collapsed", ".folded .collapsed .txt", output_collapsed, "flamegraph.pl input" },
-	{ "svg", ".svg", output_svg, "open it in a browser" },
-	{ "speedscope", ".speedscope.json .json", output_speedscope,
-	  "open it at https://www.speedscope.app" },
-	{ "pprof", ".pb.gz .pprof .pprof.gz", output_pprof, "open it with go tool pprof -http=:" },
-	{ "summary", ".summary .summary.txt", output_summary, NULL },
-	{ "pstats", ".pstats .prof", output_pstats, "read it with python3 -m pstats FILE" },
-	{ "heatmap", ".html .heatmap.html", output_heatmap, "open it in a browser" },
+	{ .name = "collapsed", .exts = ".folded .collapsed .txt", .write = output_collapsed,
+	  .hint = "flamegraph.pl input" },
+	{ .name = "svg", .exts = ".svg", .write = output_svg, .hint = "open it in a browser" },
+	{ .name = "speedscope", .exts = ".speedscope.json .json", .write = output_speedscope,
+	  .hint = "open it at https://www.speedscope.app" },
+	{ .name = "pprof", .exts = ".pb.gz .pprof .pprof.gz", .write = output_pprof,
+	  .hint = "open it with go tool pprof -http=:" },
+	{ .name = "summary", .exts = ".summary .summary.txt", .write = output_summary },
+	{ .name = "pstats", .exts = ".pstats .prof", .write = output_pstats,
+	  .hint = "read it with python3 -m pstats FILE" },
+	{ .name = "heatmap", .exts = ".html .heatmap.html", .write = output_heatmap,
+	  .hint = "open it in a browser" },
+	{ .name = "gecko", .exts = ".gecko.json", .write = output_gecko,
+	  .hint = "open it at https://profiler.firefox.com", .timed = 1, .gc_markers = 1 },
+	{ .name = "chrometrace", .exts = ".trace.json", .write = output_chrometrace,
+	  .hint = "open it at https://ui.perfetto.dev or chrome://tracing", .timed = 1 },
 };
 
 /* py-spy's names for the same formats (py-spy record -f ...). */
