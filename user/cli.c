@@ -45,6 +45,7 @@ enum {
 	OPT_LOCALS,
 	OPT_BTF,
 	OPT_OPCODES,		/* issue 17 */
+	OPT_ASYNC_AWARE,	/* issue 19: --async-aware, dump --async */
 	OPT_END,
 };
 
@@ -111,6 +112,9 @@ static const char usage_text[] =
 "      --opcodes[=all]      the bytecode instruction the leaf frame (every\n"
 "                           frame with =all) was executing, specialised\n"
 "                           names included: 'qualname (file:line) [BINARY_OP]'\n"
+"      --async-aware        asyncio (3.14+): a sample of a task gets the chain\n"
+"                           of tasks awaiting it as roots, 'Task-1 main;\n"
+"                           Task-5 handle (app.py:9);...', event loop folded\n"
 "      --stats FILE         write the closing statistics as JSON to FILE\n"
 "      --summary            also print the top functions (self and total\n"
 "                           samples) to stderr at the end\n"
@@ -201,6 +205,8 @@ static const char dump_usage[] =
 "                           not be Python then)\n"
 "      --full-filenames     full source paths instead of short ones\n"
 "      --json               py-spy's JSON: an array of threads with their frames\n"
+"      --async              asyncio (3.14+): every thread's task tree, each\n"
+"                           task with its coroutine stack\n"
 "      --locals             each frame's arguments and local variables (repr\n"
 "                           of str, bytes, int, float, bool, None; type and\n"
 "                           length of containers); read, never executed\n"
@@ -253,6 +259,8 @@ static const struct option longopts[] = {
 	{ "locals", no_argument, NULL, OPT_LOCALS },
 	{ "btf", required_argument, NULL, OPT_BTF },
 	{ "opcodes", optional_argument, NULL, OPT_OPCODES },
+	{ "async-aware", no_argument, NULL, OPT_ASYNC_AWARE },
+	{ "async", no_argument, NULL, OPT_ASYNC_AWARE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -617,6 +625,9 @@ static int parse_output_opt(int c, const char *arg, struct options *o)
 		return parse_push_interval(arg, o);
 	case OPT_OPCODES:
 		return parse_opcodes(arg, o);
+	case OPT_ASYNC_AWARE:
+		o->async_aware = 1;
+		return 0;
 	}
 	return parse_issue16_opt(c, o);
 }
