@@ -179,7 +179,7 @@ uint32_t asyncio_keep(const struct task_chain *c, const struct tb_frame *frames,
 	for (i = depth; c->code && i-- > 0;)
 		if (frames[i].code == c->code)
 			return i + 1;
-	return depth;
+	return 0;
 }
 
 const char *asyncio_root_marker(const struct task_chain *c)

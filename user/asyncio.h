@@ -46,8 +46,9 @@ struct task_chain *asyncio_decode(const struct target *t, struct symbols *sym,
 void asyncio_free(struct task_chain *c);
 /*
  * Of a stack's frames (leaf first), how many belong to the running task:
- * up to the outermost frame running its coroutine's code; all of them if
- * none does.
+ * up to the outermost frame running its coroutine's code. 0 if none does:
+ * the task's C step itself called back into the event loop (scheduling a
+ * callback, finishing): the sample is the loop's, not the task's.
  */
 uint32_t asyncio_keep(const struct task_chain *c, const struct tb_frame *frames, uint32_t depth);
 /* A marker for the root, or NULL: "<awaited by several tasks>" etc. */

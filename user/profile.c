@@ -254,7 +254,9 @@ static int resolve_one(struct resolved *r, const struct agg_key *k, uint64_t cou
 		       struct symbols *sym, const struct resolve_opts *o)
 {
 	/* a task's own frames stop at its coroutine: below are the loop's */
-	uint32_t i = sf->tasks ? asyncio_keep(sf->tasks, sf->frames, sf->depth) : sf->depth;
+	uint32_t keep = sf->tasks ? asyncio_keep(sf->tasks, sf->frames, sf->depth) : 0;
+	const struct task_chain *tc = keep ? sf->tasks : NULL;
+	uint32_t i = keep ? keep : sf->depth;
 	struct rsample *s;
 	const char *tn;
 
@@ -263,14 +265,14 @@ static int resolve_one(struct resolved *r, const struct agg_key *k, uint64_t cou
 		return -ENOMEM;
 	tn = o->thread_name ? o->thread_name(o->ctx, k->target, k->tid) : NULL;
 	s->tname = tn ? strdup(tn) : NULL;
-	s->frames = calloc(sf->depth + 4 + MAX_KFRAMES + task_frames_max(sf->tasks),
+	s->frames = calloc(sf->depth + 4 + MAX_KFRAMES + task_frames_max(tc),
 			   sizeof(*s->frames));
 	if (!s->frames || (tn && !s->tname) || prefix_frames(r, s, k, o, t)) {
 		free(s->frames);
 		free(s->tname);
 		return -ENOMEM;
 	}
-	if (sf->tasks && task_frames(r, s, sf->tasks, t, sym, o))
+	if (tc && task_frames(r, s, tc, t, sym, o))
 		return -ENOMEM;
 	while (i-- > 0)
 		if (python_frame(r, s, &sf->frames[i], !i, t, sym, o))

@@ -1,21 +1,26 @@
 """asyncio gather tree of known shape and known CPU shares (--async-aware).
 
-    Task-1 main
-      gather -> "front" front(): gather -> "leaf-x" spin_x(), "leaf-y" spin_y()
-             -> "back"  back(): spins itself, then awaits an unnamed child
-                               task (auto-named "Task-N") that spins
-Each task spins in slices of about 1 ms and yields to the loop between them,
-so the tasks interleave on one thread. Every task measures its own CPU time
-(thread CPU clock around each slice) and the truth is printed as one JSON
-line on stderr at the end: {"leaf-x": s, "leaf-y": s, "back": s, "Task-N": s}.
-Prints "ready" once the tasks run. argv[1]: seconds (default 4).
+    Task-1 main -- gather --> "front" front() -- gather --> "leaf-x" spin_x()
+                                                        --> "leaf-y" spin_y()
+                          --> "back" back(): one slice itself, then an
+                                     unnamed child task ("Task-N",
+                                     unnamed_child()) of one slice, awaited
+                          --> "napper" napper(): time.sleep(1 ms) in the
+                                     task, blocking the loop (wall mode)
+Each task spins in slices (weights 3, 1, 2, 2) and yields to the loop
+between them, so the tasks interleave on one thread at steady shares. Each
+task measures its own CPU time (thread CPU clock around each slice); after
+argv[1] seconds (default 6) the truth is printed on stdout as
+`TRUTH {"leaf-x": s, "leaf-y": s, "back": s, "child": s, "napper": s}`
+("napper": seconds asleep). Prints `READY {"pid": N}` once the tasks run.
 """
 import asyncio
 import json
+import os
 import sys
 import time
 
-DURATION = float(sys.argv[1]) if len(sys.argv) > 1 else 4.0
+DURATION = float(sys.argv[1]) if len(sys.argv) > 1 else 6.0
 SPENT = {}
 
 
@@ -26,11 +31,15 @@ def spin(units):
     return x
 
 
-async def slices(name, weight, until):
+def timed(key, weight):
+    t0 = time.thread_time()
+    spin(6000 * weight)
+    SPENT[key] = SPENT.get(key, 0.0) + time.thread_time() - t0
+
+
+async def slices(key, weight, until):
     while time.monotonic() < until:
-        t0 = time.thread_time()
-        spin(3000 * weight)
-        SPENT[name] = SPENT.get(name, 0.0) + time.thread_time() - t0
+        timed(key, weight)
         await asyncio.sleep(0)
 
 
@@ -47,22 +56,34 @@ async def front(until):
                          asyncio.create_task(spin_y(until), name="leaf-y"))
 
 
-async def unnamed_child(until):
-    await slices(asyncio.current_task().get_name(), 2, until)
+async def unnamed_child():
+    timed("child", 2)
 
 
 async def back(until):
-    await slices("back", 2, time.monotonic() + (until - time.monotonic()) / 2)
-    child = asyncio.create_task(unnamed_child(until))
-    await child
+    while time.monotonic() < until:
+        timed("back", 2)
+        await asyncio.sleep(0)
+        await asyncio.create_task(unnamed_child())
+
+
+async def napper(until):
+    while time.monotonic() < until:
+        t0 = time.monotonic()
+        time.sleep(0.001)
+        SPENT["napper"] = SPENT.get("napper", 0.0) + time.monotonic() - t0
+        await asyncio.sleep(0)
 
 
 async def main():
     until = time.monotonic() + DURATION
-    print("ready", flush=True)
-    await asyncio.gather(asyncio.create_task(front(until), name="front"),
-                         asyncio.create_task(back(until), name="back"))
+    tasks = [asyncio.create_task(front(until), name="front"),
+             asyncio.create_task(back(until), name="back"),
+             asyncio.create_task(napper(until), name="napper")]
+    await asyncio.sleep(0.05)
+    print("READY " + json.dumps({"pid": os.getpid()}), flush=True)
+    await asyncio.gather(*tasks)
 
 
 asyncio.run(main())
-sys.stderr.write(json.dumps(SPENT) + "\n")
+print("TRUTH " + json.dumps(SPENT), flush=True)
