@@ -175,7 +175,7 @@ static const char top_usage[] =
 "  -d, --duration SECONDS   quit after this long\n"
 "  -m, --mode MODE          cpu (default), wall or gil, as without top\n"
 "  -c, -e, --per-cpu, --no-fallback, --unsafe-rate, --threads, --gc, --kernel, --pids,\n"
-"  --full-filenames, --function, --nolineno, --force-version, --stats FILE,\n"
+"  --full-filenames, --function, --nolineno, --async-aware, --force-version, --stats FILE,\n"
 "  --summary, --btf FILE, -v: as without top\n"
 "  -r/--rate, -i/--idle, -g/--gil, --nonblocking: py-spy's names, as without top\n"
 "\n"
@@ -793,11 +793,12 @@ static const int top_opts[] = {
 	'p', 'a', 's', 'F', 'c', 'd', 'e', 'm', 'v', OPT_PIDS, OPT_FULL_FILENAMES,
 	OPT_FORCE_VERSION, OPT_THREADS, OPT_GC, OPT_KERNEL, OPT_NO_FALLBACK, OPT_UNSAFE_RATE,
 	OPT_PER_CPU, OPT_SUMMARY,
-	OPT_STATS, OPT_IDLE, OPT_GIL, OPT_NONBLOCKING, OPT_NATIVE, OPT_FUNCTION, OPT_NOLINENO, 0,
+	OPT_STATS, OPT_IDLE, OPT_GIL, OPT_NONBLOCKING, OPT_NATIVE, OPT_FUNCTION, OPT_NOLINENO,
+	OPT_ASYNC_AWARE, 0,
 };
 static const int dump_opts[] = {
 	'p', 's', 'v', OPT_FULL_FILENAMES, OPT_FORCE_VERSION, OPT_NONBLOCKING, OPT_NATIVE,
-	OPT_JSON, OPT_LOCALS, 0,
+	OPT_JSON, OPT_LOCALS, OPT_ASYNC_AWARE, 0,
 };
 
 static int command_takes(int command, int c)

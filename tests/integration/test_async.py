@@ -215,3 +215,31 @@ def test_async_refused_before_314():
     check(not res.out, "--async-aware on 3.13 wrote a profile %s" % res.where())
     check(w.alive(), "the target did not survive the refusal")
     os.kill(w.pid, 9)
+
+
+@timeout(120)
+def test_dump_async_tree():
+    """dump --async: the thread's tasks as a tree, each task with the frames
+    its coroutines are suspended in."""
+    from common import binary
+    import subprocess
+    for py in _sid_pythons():
+        w = start_workload(py, "async_tree.py", 8)
+        out = subprocess.run([binary(), "dump", "-p", str(w.pid), "--async"],
+                             capture_output=True, timeout=30)
+        text = out.stdout.decode()
+        where = "[dump --async rc %d: %s; stderr %s]" % (out.returncode, text[-1500:],
+                                                         out.stderr.decode()[:300])
+        check(out.returncode == 0 and "asyncio tasks (" in text, "no task list %s" % where)
+        tree = [(len(l) - len(l.lstrip()), l.strip().split(" (")[0])
+                for l in text.split("asyncio tasks (", 1)[1].splitlines()[1:]
+                if l.strip() and not l.strip().startswith("File ")]
+        depth = {name: d for d, name in tree}
+        for name in ("Task-1", "front", "back", "napper", "leaf-x", "leaf-y"):
+            check(name in depth, "%s: task %s not listed %s" % (py.label, name, where))
+        check(depth["front"] == depth["back"] == depth["napper"] == depth["Task-1"] + 2 and
+              depth["leaf-x"] == depth["leaf-y"] == depth["front"] + 2,
+              "%s: the tree's shape is wrong: %s %s" % (py.label, tree, where))
+        check('in main\n' in text and 'in front\n' in text,
+              "%s: suspended frames of main/front missing %s" % (py.label, where))
+        w.stop()
