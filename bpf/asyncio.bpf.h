@@ -24,16 +24,24 @@ struct {
 	__type(value, struct tb_async);
 } asyncs SEC(".maps");
 
-/* This CPU's chain of the sample being taken (depth 0: none). */
+/* This CPU's chain of the sample being taken (depth 0: none), and room to
+ * read a task_awaited_by set's table. */
+struct task_scratch {
+	struct tb_tasks rec;
+	__u64 set[2 * TB_SET_SMALL];	/* (key, hash) entries */
+	__u64 hdr[2];			/* mask, table */
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct tb_tasks);
+	__type(value, struct task_scratch);
 } task_chain SEC(".maps");
 
 struct async_ctx {
 	struct tb_tasks *rec;
+	struct task_scratch *ts;
 	const struct tb_async *a;
 	__u64 task;		/* the next task to read; 0: done */
 	__u64 hash;
@@ -50,6 +58,32 @@ static __always_inline __u64 task_u64(const struct async_ctx *x, __u16 off)
 static __always_inline __u8 task_u8(const struct async_ctx *x, __u16 off)
 {
 	return x->buf[(off - x->a->task_lo) & (TB_TASK_READ - 1)];
+}
+
+/*
+ * Several tasks await this one (task_awaited_by is a set): the awaiter at
+ * the lowest address, so that every sample of it picks the same; 0 if the
+ * set is larger than TB_SET_SMALL entries or unreadable. A removed entry
+ * keeps a dummy key with hash -1.
+ */
+static __always_inline __u64 pick_awaiter(struct async_ctx *x, __u64 set, struct tb_task *t)
+{
+	struct task_scratch *ts = x->ts;
+	__u64 best = 0, key;
+	__u32 used = 0, k;
+
+	if (bpf_probe_read_user(ts->hdr, sizeof(ts->hdr), (void *)(set + x->a->set_mask)) ||
+	    ts->hdr[0] >= TB_SET_SMALL ||
+	    bpf_probe_read_user(&used, sizeof(used), (void *)(set + x->a->set_used)) ||
+	    bpf_probe_read_user(ts->set, sizeof(ts->set), (void *)ts->hdr[1]))
+		return 0;
+	t->awaiters = used;
+	for (k = 0; k < TB_SET_SMALL; k++) {
+		key = ts->set[2 * k];
+		if (key && ts->set[2 * k + 1] != (__u64)-1 && (!best || key < best))
+			best = key;
+	}
+	return best;
 }
 
 /* One task of the chain: read it, mix it in, go on to who awaits it. */
@@ -71,6 +105,7 @@ static long task_step(__u32 i, void *arg)
 	t->name = task_u64(x, a->task_name);
 	t->code = 0;
 	t->flags = 0;
+	t->awaiters = 0;
 	if (bpf_probe_read_user(t->name_bytes, TB_TASK_NAME_READ, (void *)t->name))
 		__builtin_memset(t->name_bytes, 0, TB_TASK_NAME_READ);
 	x->hash = tb_hash_mix(x->hash, t->task);
@@ -82,7 +117,7 @@ static long task_step(__u32 i, void *arg)
 	next = task_u64(x, a->task_awaited_by);
 	if (next && task_u8(x, a->task_is_set)) {
 		t->flags |= TB_TASK_SEVERAL;
-		next = 0;
+		next = pick_awaiter(x, next, t);
 	}
 	if (next && i + 1 >= TB_ASYNC_DEPTH) {
 		t->flags |= TB_TASK_DEEP;
@@ -95,7 +130,7 @@ static long task_step(__u32 i, void *arg)
 		t->flags |= TB_TASK_NOT_TASK;
 		x->task = 0;
 	}
-	x->hash = tb_hash_mix(x->hash, t->flags);
+	x->hash = tb_hash_mix(x->hash, (__u64)t->awaiters << 32 | t->flags);
 	return 0;
 }
 
@@ -110,9 +145,10 @@ static __always_inline void async_chain(struct walk_ctx *c, __u32 pid)
 
 	if (!async_aware)
 		return;
-	x.rec = bpf_map_lookup_elem(&task_chain, &zero);
-	if (!x.rec)
+	x.ts = bpf_map_lookup_elem(&task_chain, &zero);
+	if (!x.ts)
 		return;
+	x.rec = &x.ts->rec;
 	x.rec->depth = 0;
 	x.a = bpf_map_lookup_elem(&asyncs, &pid);
 	if (!x.a || bpf_probe_read_user(&x.task, sizeof(x.task), (void *)(c->tstate + x.a->ts_task)))
@@ -135,15 +171,17 @@ static __always_inline void async_chain(struct walk_ctx *c, __u32 pid)
 static __always_inline int push_tasks(__u64 id, __u32 pid, __u64 exec_mask)
 {
 	const struct tb_async *a;
+	struct task_scratch *ts;
 	struct tb_tasks *rec;
 	__u32 zero = 0, depth, i;
 	__u64 code;
 
 	if (!async_aware)
 		return 0;
-	rec = bpf_map_lookup_elem(&task_chain, &zero);
-	if (!rec || !rec->depth || rec->stack_id != id)
+	ts = bpf_map_lookup_elem(&task_chain, &zero);
+	if (!ts || !ts->rec.depth || ts->rec.stack_id != id)
 		return 0;
+	rec = &ts->rec;
 	a = bpf_map_lookup_elem(&asyncs, &pid);
 	if (!a)
 		return 0;

@@ -282,6 +282,7 @@ struct tb_offcpu {
 #define TB_ASYNC_DEPTH		16	/* tasks followed up from the running one */
 #define TB_TASK_NAME_READ	80	/* bytes of a task's name object copied */
 #define TB_TASK_READ		64	/* bytes of a task object read at task_lo */
+#define TB_SET_SMALL		8	/* entries of a set's table searched for an awaiter */
 
 struct tb_async {
 	__u16 ts_task;		/* PyThreadState -> asyncio_running_task */
@@ -292,10 +293,15 @@ struct tb_async {
 	__u16 task_is_task;	/* u8, 1 in a Task (0 in a plain Future) */
 	__u16 task_is_set;	/* u8, task_awaited_by is a set: several await it */
 	__u16 coro_code;	/* coroutine -> its frame's code pointer (gi_iframe + fr_code) */
+	__u16 set_used;		/* PySetObject -> used (awaiters in a task_awaited_by set) */
+	__u16 set_mask;		/* PySetObject -> mask; table follows it (a pointer) */
+	__u16 pad[2];
 };
 
 enum tb_task_flags {
-	TB_TASK_SEVERAL = 1 << 0,	/* awaited by several tasks: the chain stops here */
+	/* awaited by several tasks: the one at the lowest address is followed
+	 * (`awaiters` says how many); if none can be picked, the chain ends */
+	TB_TASK_SEVERAL = 1 << 0,
 	TB_TASK_DEEP = 1 << 1,		/* awaited by more than TB_ASYNC_DEPTH levels */
 	TB_TASK_NOT_TASK = 1 << 2,	/* awaited by an object that is not a Task */
 };
@@ -307,7 +313,7 @@ struct tb_task {
 	__u64 name;		/* its name object (str, or an int N for "Task-N") */
 	__u64 code;		/* the coroutine's code object (running task only; 0) */
 	__u32 flags;		/* enum tb_task_flags, about what awaits it */
-	__u32 pad;
+	__u32 awaiters;		/* TB_TASK_SEVERAL: how many tasks await it */
 	__u8 name_bytes[TB_TASK_NAME_READ]; /* the name object's first bytes */
 };
 
@@ -412,7 +418,7 @@ TB_ABI_SIZE(struct tb_offcpu, 40);
 TB_ABI_OFF(struct tb_offcpu, stack_id, 8);
 TB_ABI_OFF(struct tb_offcpu, flags, 24);
 TB_ABI_OFF(struct tb_offcpu, pid, 32);
-TB_ABI_SIZE(struct tb_async, 16);
+TB_ABI_SIZE(struct tb_async, 24);
 TB_ABI_SIZE(struct tb_task, 120);
 TB_ABI_OFF(struct tb_task, flags, 32);
 TB_ABI_OFF(struct tb_task, name_bytes, 40);

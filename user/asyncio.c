@@ -91,18 +91,39 @@ uint32_t asyncio_coro_frames(const struct target *t, uint64_t coro, struct tb_fr
 	return n;
 }
 
+/* Is task among the keys of the (small) set at `set`? */
+static int in_set(const struct target *t, uint64_t set, uint64_t task)
+{
+	const struct tb_async *b = &t->layout.async.bpf;
+	uint64_t hdr[2], ent[2 * TB_SET_SMALL];
+	int k;
+
+	if (remote_read(t->pid, set + b->set_mask, hdr, sizeof(hdr)) || hdr[0] >= TB_SET_SMALL ||
+	    remote_read(t->pid, hdr[1], ent, sizeof(ent)))
+		return 0;
+	for (k = 0; k < TB_SET_SMALL; k++)
+		if (ent[2 * k] == task && ent[2 * k + 1] != (uint64_t)-1)
+			return 1;
+	return 0;
+}
+
 /* Does child (a task of the record) still await parent, as in the sample? */
 static int still_awaits(const struct target *t, const struct tb_task *child,
 			const struct tb_task *parent)
 {
 	const struct tb_async *b = &t->layout.async.bpf;
 	uint8_t buf[TB_TASK_READ];
+	uint64_t by;
 
 	if (remote_read(t->pid, child->task + b->task_lo, buf, sizeof(buf)))
 		return 0;
-	return load_u64(buf + b->task_awaited_by - b->task_lo) == parent->task &&
-	       load_u64(buf + b->task_coro - b->task_lo) == child->coro &&
-	       load_u64(buf + b->task_name - b->task_lo) == child->name;
+	by = load_u64(buf + b->task_awaited_by - b->task_lo);
+	if (load_u64(buf + b->task_coro - b->task_lo) != child->coro ||
+	    load_u64(buf + b->task_name - b->task_lo) != child->name)
+		return 0;
+	if (buf[b->task_is_set - b->task_lo])
+		return in_set(t, by, parent->task);
+	return by == parent->task;
 }
 
 /* "NAME QUALNAME": the task's name, then its coroutine's function. */
@@ -144,6 +165,8 @@ struct task_chain *asyncio_decode(const struct target *t, struct symbols *sym,
 	c->flags = rec->tasks[depth - 1].flags;
 	for (i = 0; i < depth; i++) {
 		v = &c->tasks[i];
+		v->flags = rec->tasks[i].flags;
+		v->awaiters = rec->tasks[i].awaiters;
 		v->label = task_label(t, sym, &rec->tasks[i]);
 		if (!v->label) {
 			asyncio_free(c);
@@ -191,4 +214,13 @@ const char *asyncio_root_marker(const struct task_chain *c)
 	if (c->flags & TB_TASK_NOT_TASK)
 		return "<awaited by a non-task>";
 	return NULL;
+}
+
+const char *asyncio_link_marker(const struct task_chain *c, uint32_t i, char *buf, size_t len)
+{
+	if (i + 1 >= c->depth || !(c->tasks[i].flags & TB_TASK_SEVERAL))
+		return NULL;
+	snprintf(buf, len, "<awaited by %u tasks: the lowest-address one shown>",
+		 c->tasks[i].awaiters);
+	return buf;
 }

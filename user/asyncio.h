@@ -29,6 +29,8 @@
 
 struct task_view {
 	char *label;		/* "Task-5 handle_request" */
+	uint32_t flags;		/* enum tb_task_flags */
+	uint32_t awaiters;	/* TB_TASK_SEVERAL: how many await it */
 	uint32_t nframes;	/* its suspended coroutines, outermost first */
 	struct tb_frame frames[TASK_FRAMES_MAX];
 };
@@ -53,6 +55,9 @@ void asyncio_free(struct task_chain *c);
 uint32_t asyncio_keep(const struct task_chain *c, const struct tb_frame *frames, uint32_t depth);
 /* A marker for the root, or NULL: "<awaited by several tasks>" etc. */
 const char *asyncio_root_marker(const struct task_chain *c);
+/* A marker between task i's label and the task awaiting it, or NULL:
+ * "<awaited by 2 tasks: the lowest-address one shown>". */
+const char *asyncio_link_marker(const struct task_chain *c, uint32_t i, char *buf, size_t len);
 /*
  * A task's name from its name object's bytes (a str, or an int N for
  * "Task-N"); "<task 0x...>" if neither. Reads the type's name only.

@@ -221,17 +221,21 @@ static const struct pyobj_layout obj_facts[] = {
  * frame-state values) were checked on both with ctypes in a live process:
  * gi_iframe via cr_frame.f_frame, gi_frame_state as the byte that reads
  * -1/4 (3.14) or 2/5 (3.15) while awaiting/cleared, cr_await found at
- * stackpointer[-1] (3.14) or [-2] (3.15), running_task == current_task().
+ * stackpointer[-1] (3.14) or [-2] (3.15), running_task == current_task(),
+ * and a set's used/mask/table at 24/32/40 with (key, hash) entries, a
+ * removed one's hash -1.
  */
 static const struct { unsigned minor; struct py_async a; } async_facts[] = {
 	{ 14, { .ok = 1, .bpf = { .ts_task = 872, .task_lo = 96, .task_name = 136,
 				 .task_coro = 128, .task_awaited_by = 96, .task_is_task = 108,
-				 .task_is_set = 109 },
+				 .task_is_set = 109,
+				 .set_used = 24, .set_mask = 32 },
 		.gen_iframe = 72, .gen_state = 67, .state_yield_from = -1, .state_cleared = 4,
 		.fr_stackpointer = 64, .await_slot = 1, .task_node = 152, .ts_tasks_head = 880 } },
 	{ 15, { .ok = 1, .bpf = { .ts_task = 1032, .task_lo = 96, .task_name = 136,
 				 .task_coro = 128, .task_awaited_by = 96, .task_is_task = 108,
-				 .task_is_set = 109 },
+				 .task_is_set = 109,
+				 .set_used = 24, .set_mask = 32 },
 		.gen_iframe = 72, .gen_state = 67, .state_yield_from = 2, .state_cleared = 5,
 		.fr_stackpointer = 64, .await_slot = 2, .task_node = 152, .ts_tasks_head = 1048 } },
 };

@@ -223,7 +223,7 @@ static uint32_t task_frames_max(const struct task_chain *c)
 	uint32_t i, n = 1;
 
 	for (i = 0; c && i < c->depth; i++)
-		n += 1 + c->tasks[i].nframes;
+		n += 2 + c->tasks[i].nframes;	/* label, link marker, frames */
 	return n;
 }
 
@@ -232,14 +232,18 @@ static uint32_t task_frames_max(const struct task_chain *c)
 static int task_frames(struct resolved *r, struct rsample *s, const struct task_chain *c,
 		       struct target *t, struct symbols *sym, const struct resolve_opts *o)
 {
-	const char *root = asyncio_root_marker(c);
+	const char *root = asyncio_root_marker(c), *link;
 	const struct task_view *v;
+	char buf[80];
 	uint32_t i, j;
 
 	if (root && !(s->frames[s->depth++] = resolved_intern(r, root, "", 0, 0)))
 		return -ENOMEM;
 	for (i = c->depth; i-- > 0;) {
 		v = &c->tasks[i];
+		link = asyncio_link_marker(c, i, buf, sizeof(buf));
+		if (link && !(s->frames[s->depth++] = resolved_intern(r, link, "", 0, 0)))
+			return -ENOMEM;
 		if (!(s->frames[s->depth++] = resolved_intern(r, v->label, "", 0, 0)))
 			return -ENOMEM;
 		for (j = 0; j < v->nframes; j++)

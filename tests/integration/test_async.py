@@ -16,6 +16,7 @@ from common import (Interp, art_path, check, fail, run_profiler, start_workload,
                     pyenv_python)
 
 LABEL = re.compile(r"^(?P<name>\S+) (?P<coro>[A-Za-z_][\w.<>]*)$")
+SEVERAL = re.compile(r"^<awaited by (\d+) tasks: the lowest-address one shown>$")
 FRAME = re.compile(r"^(?P<name>.+) \((?P<file>[^()]+):(?P<line>\d+)\)$")
 LOOP_FRAMES = ("BaseEventLoop.run_forever", "BaseEventLoop._run_once", "Handle._run",
                "BaseEventLoop.run_until_complete", "Runner.run")
@@ -30,7 +31,8 @@ def _sid_pythons():
 
 def _parse(data, where):
     """[(frames, count)] with each frame ('label', name, coro) for a task
-    label or ('py', name, line) for a Python frame."""
+    label, ('several', n) for the marker of a task awaited by n tasks, or
+    ('py', name, line) for a Python frame."""
     out = []
     for line in data.decode().splitlines():
         stack, _, count = line.rpartition(" ")
@@ -39,6 +41,10 @@ def _parse(data, where):
             m = FRAME.match(raw)
             if m:
                 frames.append(("py", m["name"], int(m["line"])))
+                continue
+            m = SEVERAL.match(raw)
+            if m:
+                frames.append(("several", int(m[1])))
                 continue
             m = LABEL.match(raw)
             check(m, "frame %r is neither `name (file:line)` nor a task label %s"
@@ -73,6 +79,7 @@ def _check_tree(py, stacks, truth, where):
               "leaf-y": [("Task-1", "main"), ("front", "front"), ("leaf-y", "spin_y")],
               "back": [("Task-1", "main"), ("back", "back")]}
     parents_framed = tasks = 0
+    shared = {}
     for frames, n in stacks:
         labels = _labels(frames)
         if not labels:
@@ -96,6 +103,15 @@ def _check_tree(py, stacks, truth, where):
                   % (py.label, key, labels, shapes[key], where))
         if key in counts and frames[-1][:2] == ("py", "spin"):
             counts[key] += n
+        if key == "shared":
+            # two tasks await it: one is shown, always the same one, and said
+            check(len(labels) == 3 and labels[1][0] in ("w1", "w2") and
+                  ("several", 2) in frames and
+                  frames.index(("several", 2)) == frames.index(("label",) + labels[2]) - 1,
+                  "%s: the shared task's chain is %s %s" % (py.label, frames, where))
+            shared[labels[1][0]] = shared.get(labels[1][0], 0) + n
+    check(len(shared) == 1, "%s: the shared task is shown under %s: want one of its "
+          "two awaiters, always the same %s" % (py.label, shared, where))
     check(tasks and parents_framed >= 0.8 * tasks,
           "%s: main's own frame under Task-1 main in %d of %d task samples %s"
           % (py.label, parents_framed, tasks, where))

@@ -7,6 +7,9 @@
                                      unnamed_child()) of one slice, awaited
                           --> "napper" napper(): time.sleep(1 ms) in the
                                      task, blocking the loop (wall mode)
+                          --> "w1", "w2" waiter(): both await the task
+                                     "shared" (shared_work(), weight 1):
+                                     it has two awaiters
 Each task spins in slices (weights 3, 1, 2, 2) and yields to the loop
 between them, so the tasks interleave on one thread at steady shares. Each
 task measures its own CPU time (thread CPU clock around each slice); after
@@ -75,11 +78,22 @@ async def napper(until):
         await asyncio.sleep(0)
 
 
+async def shared_work(until):
+    await slices("shared", 1, until)
+
+
+async def waiter(task):
+    await task
+
+
 async def main():
     until = time.monotonic() + DURATION
     tasks = [asyncio.create_task(front(until), name="front"),
              asyncio.create_task(back(until), name="back"),
              asyncio.create_task(napper(until), name="napper")]
+    shared = asyncio.create_task(shared_work(until), name="shared")
+    tasks += [asyncio.create_task(waiter(shared), name="w1"),
+              asyncio.create_task(waiter(shared), name="w2")]
     await asyncio.sleep(0.05)
     print("READY " + json.dumps({"pid": os.getpid()}), flush=True)
     await asyncio.gather(*tasks)
