@@ -125,12 +125,18 @@ def _check_tree(py, stacks, truth, where):
               % (py.label, k, 100 * got, 100 * want, counts, truth, where))
 
 
+def _profile(py, script, args):
+    """Run script (8 s) and profile 6 s of it with --async-aware and args;
+    (workload, result)."""
+    w = start_workload(py, script, 8)
+    res = run_profiler(w.pid, ["--async-aware", "-d", 6] + args, timeout=40).expect_ok()
+    return w, res
+
+
 @timeout(120)
 def test_async_gather_tree_shares():
     for py in _sid_pythons():
-        w = start_workload(py, "async_tree.py", 8)
-        res = run_profiler(w.pid, ["--async-aware", "-e", "cpu-clock", "-F", 999, "-d", 6],
-                           timeout=40).expect_ok()
+        w, res = _profile(py, "async_tree.py", ["-e", "cpu-clock", "-F", 999])
         truth = json.loads(_read_tagged(w, "TRUTH", 20))
         _check_tree(py, _parse(res.profile_bytes(), res.where()), truth, res.where())
 
@@ -145,9 +151,7 @@ def _parent_of(name):
 @timeout(120)
 def test_async_churn_parents_and_cancellation():
     for py in _sid_pythons():
-        w = start_workload(py, "async_churn.py", 8)
-        res = run_profiler(w.pid, ["--async-aware", "-e", "cpu-clock", "-F", 999, "-d", 6],
-                           timeout=40).expect_ok()
+        w, res = _profile(py, "async_churn.py", ["-e", "cpu-clock", "-F", 999])
         created = int(_read_tagged(w, "CREATED", 20))
         where = res.where()
         stacks = _parse(res.profile_bytes(), where)
@@ -185,9 +189,7 @@ def test_async_wall_mode_blocking_task():
     """Wall mode: a task blocking its thread (time.sleep in a coroutine) is
     credited to that task, with its chain."""
     for py in _sid_pythons():
-        w = start_workload(py, "async_tree.py", 8)
-        res = run_profiler(w.pid, ["--async-aware", "-m", "wall", "-F", 250, "-d", 6],
-                           timeout=40).expect_ok()
+        w, res = _profile(py, "async_tree.py", ["-m", "wall", "-F", 250])
         _read_tagged(w, "TRUTH", 20)
         stacks = _parse(res.profile_bytes(), res.where())
         every = sum(n for _, n in stacks)
