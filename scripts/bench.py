@@ -121,12 +121,14 @@ SID_BIN = os.path.join(os.environ.get("TB_CACHE", os.path.expanduser("~/.cache/t
                        "debian-sid", "root", "usr", "bin")
 
 
-def async_table(out, seconds=3):
+def async_table(out, seconds=3, rounds=3):
     """BPF ns per sample with and without --async-aware, one task-running
-    spinner per CPU, the two runs back to back per interpreter."""
+    spinner per CPU, the two runs back to back, `rounds` times per
+    interpreter: the median of each (a shared host's noise moves single runs
+    by microseconds)."""
     rows = []
     print("\nBPF ns per sample at depth 30, -F 999, every CPU running a task three tasks deep:"
-          " kernel run-time stats")
+          " kernel run-time stats, median of %d rounds" % rounds)
     print("%-10s %16s %16s %10s" % ("python", "plain", "--async-aware", "extra"))
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(ASYNC_WORKLOAD)
@@ -137,14 +139,16 @@ def async_table(out, seconds=3):
             if not os.path.exists(py):
                 print("%-10s (missing: run scripts/real-pythons.sh)" % ("sid-" + v))
                 continue
-            cells = {}
-            for name, extra in (("plain", ()), ("async", ("--async-aware",))):
-                ws = [start(py, script, 30) for _ in range(NCPUS)]
-                try:
-                    st, _ = profile(",".join(str(w.pid) for w in ws), 999, seconds, extra)
-                finally:
-                    stop(ws)
-                cells[name] = st["bpf_ns_per_run"]
+            runs = {"plain": [], "async": []}
+            for _ in range(rounds):
+                for name, extra in (("plain", ()), ("async", ("--async-aware",))):
+                    ws = [start(py, script, 30) for _ in range(NCPUS)]
+                    try:
+                        st, _ = profile(",".join(str(w.pid) for w in ws), 999, seconds, extra)
+                    finally:
+                        stop(ws)
+                    runs[name].append(st["bpf_ns_per_run"])
+            cells = {k: statistics.median(v) for k, v in runs.items()}
             rows.append({"python": "sid-" + v, "depth": 30, "plain_ns": cells["plain"],
                          "async_ns": cells["async"]})
             print("%-10s %16.0f %16.0f %+9.0f" % ("sid-" + v, cells["plain"], cells["async"],
