@@ -11,7 +11,8 @@ int profile_init(struct profile *p)
 {
 	memset(p, 0, sizeof(*p));
 	if (hmap_init(&p->stacks, sizeof(uint64_t)) ||
-	    hmap_init(&p->counts, sizeof(struct agg_key)))
+	    hmap_init(&p->counts, sizeof(struct agg_key)) ||
+	    hmap_init(&p->pending_tasks, sizeof(uint64_t)))
 		return -ENOMEM;
 	return 0;
 }
@@ -25,30 +26,39 @@ static void free_stack(void *v)
 	free(sf);
 }
 
+static void free_chain(void *c)
+{
+	asyncio_free(c);
+}
+
 void profile_free(struct profile *p)
 {
 	hmap_free_values(&p->stacks, free_stack);
 	hmap_free(&p->counts);
-	asyncio_free(p->pending_tasks);
+	hmap_free_values(&p->pending_tasks, free_chain);
 }
 
 void profile_pending_tasks(struct profile *p, uint64_t id, struct task_chain *c)
 {
-	asyncio_free(p->pending_tasks);
-	p->pending_tasks = c;
-	p->pending_id = id;
+	void **slot;
+	int added;
+
+	if (!c)
+		return;
+	slot = hmap_put(&p->pending_tasks, &id, &added);
+	if (!slot) {
+		asyncio_free(c);
+		return;
+	}
+	if (!added)
+		asyncio_free(*slot);	/* sent again (a compaction): the newer one */
+	*slot = c;
 }
 
-/* The pending chain if it is this stack's (taken), else NULL (dropped). */
+/* The chain that came for this stack id, taken; NULL if none. */
 static struct task_chain *take_tasks(struct profile *p, uint64_t id)
 {
-	struct task_chain *c = p->pending_tasks;
-
-	p->pending_tasks = NULL;
-	if (c && p->pending_id == id)
-		return c;
-	asyncio_free(c);
-	return NULL;
+	return p->pending_tasks.slots ? hmap_del(&p->pending_tasks, &id) : NULL;
 }
 
 int profile_add_stack(struct profile *p, const struct tb_stack *rec, size_t size)

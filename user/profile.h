@@ -38,9 +38,9 @@ struct profile {
 	struct hmap stacks;	/* stack id -> struct stack_frames * */
 	struct hmap counts;	/* struct agg_key -> count */
 	uint64_t samples;	/* counted into `counts` */
-	/* --async-aware: the chain whose stack record comes next */
-	struct task_chain *pending_tasks;
-	uint64_t pending_id;
+	/* --async-aware: stack id -> struct task_chain * whose stack record
+	 * has not come yet (records of other CPUs may come in between) */
+	struct hmap pending_tasks;
 };
 
 struct resolve_opts {
