@@ -785,6 +785,8 @@ static __always_inline __u64 wake_flag(void)
 		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
+#include "asyncio.bpf.h"
+
 /* Push the frames of a stack id the consumer may not have yet. */
 static __always_inline int push_stack(struct scratch *s, __u32 pid, __u64 id, __u32 depth)
 {
@@ -807,6 +809,8 @@ static __always_inline int push_stack(struct scratch *s, __u32 pid, __u64 id, __
 	s->stack.stack_id = id;
 	s->stack.pid = pid;
 	s->stack.pad = 0;
+	if (push_tasks(id, pid, s->walk.off.exec_mask))
+		return -1;
 	if (bpf_ringbuf_output(&events, &s->stack, size, wake_flag()))
 		return -1;
 	bpf_map_update_elem(&sent, &id, &epoch, BPF_ANY);
@@ -960,6 +964,7 @@ static __always_inline int sample_current(void *ctx)
 		goto out;
 	}
 	read_gil_gc(&c);
+	async_chain(&c, pid);
 	/* Only a sample whose GIL state was read can be judged: before its
 	 * address is known (an interpreter starting up) it is kept. */
 	if (mode == TB_MODE_GIL && (c.ch.flags & TB_SF_STATUS_KNOWN) && !(c.ch.flags & TB_SF_GIL)) {
@@ -1046,6 +1051,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u6
 		return;
 	}
 	read_gil_gc(&c);
+	async_chain(&c, pid);
 	if (push_stack(c.s, pid, c.ch.hash, c.ch.depth) < 0) {
 		count(c.cnt, TB_C_OFFCPU_SKIPPED);	/* ring buffer full */
 		return;

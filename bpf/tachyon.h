@@ -178,6 +178,7 @@ enum tb_rec_kind {
 	TB_REC_STACK = 2,
 	TB_REC_PROC = 3,
 	TB_REC_TIMED = 4,	/* struct tb_timed: --timeline */
+	TB_REC_TASKS = 5,	/* struct tb_tasks (--async-aware) */
 };
 
 /* What the sampler samples (rodata `mode`). */
@@ -298,6 +299,66 @@ struct tb_offcpu {
 
 
 /*
+ * --async-aware: the asyncio task a sampled thread runs and the tasks that
+ * await it, read in the kernel with the sample so that no task is ever
+ * paired with a parent it did not have then. Userspace puts one struct
+ * tb_async per process in the `asyncs` map (key: pid; absent = off).
+ */
+#define TB_ASYNC_DEPTH		16	/* tasks followed up from the running one */
+#define TB_TASK_NAME_READ	80	/* bytes of a task's name object copied */
+#define TB_TASK_READ		64	/* bytes of a task object read at task_lo */
+#define TB_SET_SMALL		8	/* entries of a set's table searched for an awaiter */
+
+struct tb_async {
+	__u16 ts_task;		/* PyThreadState -> asyncio_running_task */
+	__u16 task_lo;		/* first byte of the task fields read (TB_TASK_READ) */
+	__u16 task_name;	/* TaskObj -> task_name (absolute offsets) */
+	__u16 task_coro;	/* TaskObj -> task_coro */
+	__u16 task_awaited_by;	/* TaskObj -> task_awaited_by (a task, or a set) */
+	__u16 task_is_task;	/* u8, 1 in a Task (0 in a plain Future) */
+	__u16 task_is_set;	/* u8, task_awaited_by is a set: several await it */
+	__u16 coro_code;	/* coroutine -> its frame's code pointer (gi_iframe + fr_code) */
+	__u16 set_used;		/* PySetObject -> used (awaiters in a task_awaited_by set) */
+	__u16 set_mask;		/* PySetObject -> mask; table follows it (a pointer) */
+	__u16 pad[2];
+};
+
+enum tb_task_flags {
+	/* awaited by several tasks: the one at the lowest address is followed
+	 * (`awaiters` says how many); if none can be picked, the chain ends */
+	TB_TASK_SEVERAL = 1 << 0,
+	TB_TASK_DEEP = 1 << 1,		/* awaited by more than TB_ASYNC_DEPTH levels */
+	TB_TASK_NOT_TASK = 1 << 2,	/* awaited by an object that is not a Task */
+};
+
+/* One task of the chain, as read in the sample. */
+struct tb_task {
+	__u64 task;		/* the Task object */
+	__u64 coro;		/* its coroutine */
+	__u64 name;		/* its name object (str, or an int N for "Task-N") */
+	__u64 code;		/* the coroutine's code object (running task only; 0) */
+	__u32 flags;		/* enum tb_task_flags, about what awaits it */
+	__u32 awaiters;		/* TB_TASK_SEVERAL: how many tasks await it */
+	__u8 name_bytes[TB_TASK_NAME_READ]; /* the name object's first bytes */
+};
+
+/*
+ * Pushed right before the stack record of a stack id whose sample ran a
+ * task (the id mixes in each task, coroutine and name bytes, leaf task
+ * first, after the frames' hash). Variable length: `depth` tasks.
+ */
+struct tb_tasks {
+	__u32 kind;		/* TB_REC_TASKS */
+	__u32 depth;
+	__u64 stack_id;
+	__u32 pid;
+	__u32 pad;
+	struct tb_task tasks[TB_ASYNC_DEPTH]; /* running task first, then its awaiters */
+};
+
+#define TB_TASKS_HDR_SIZE	24
+
+/*
  * A stack id: TB_HASH_SEED, then for each frame, leaf first,
  * h = tb_hash_mix(h, code), h = tb_hash_mix(h, (u32)instr << 32 | fp), and
  * last h = tb_hash_mix(h, flags & TB_SF_STACK_MASK). Userspace computes the
@@ -388,5 +449,12 @@ TB_ABI_SIZE(struct tb_offcpu, 40);
 TB_ABI_OFF(struct tb_offcpu, stack_id, 8);
 TB_ABI_OFF(struct tb_offcpu, flags, 24);
 TB_ABI_OFF(struct tb_offcpu, pid, 32);
+TB_ABI_SIZE(struct tb_async, 24);
+TB_ABI_SIZE(struct tb_task, 120);
+TB_ABI_OFF(struct tb_task, flags, 32);
+TB_ABI_OFF(struct tb_task, name_bytes, 40);
+TB_ABI_OFF(struct tb_tasks, stack_id, 8);
+TB_ABI_OFF(struct tb_tasks, tasks, TB_TASKS_HDR_SIZE);
+TB_ABI_SIZE(struct tb_tasks, TB_TASKS_HDR_SIZE + TB_ASYNC_DEPTH * 120);
 
 #endif /* TACHYON_H */

@@ -22,6 +22,9 @@ to bench.json, so runs can be compared.
     (scripts/bench-cost.py; TB_BENCH_COST=0 skips);
   - memory over a long --all-python run with process, thread and code churn
     (scripts/bench-memory.py; TB_BENCH_SOAK_S seconds, default 600, 0 skips);
+  - BPF cost per sample with and without --async-aware at depth 30 on
+    Debian's real 3.14 and 3.15 (scripts/real-pythons.sh), the running task
+    three tasks deep (TB_BENCH_ASYNC=0 skips);
   - BPF cost per sample on a real application: a Django 3.2 site under
     gunicorn (scripts/bench-app/, Debian's python3-django and gunicorn), two
     forked sync workers profiled with -p MASTER -s while HTTP clients load
@@ -93,6 +96,68 @@ else:
     # wall and CPU seconds of the work
     print("%.6f %.6f" % (time.perf_counter() - t, time.process_time() - c), flush=True)
 '''
+
+
+# --async-aware: a chain of three tasks (main -> outer -> inner, each
+# awaiting the next), the innermost running a chain of `depth` frames.
+ASYNC_WORKLOAD = r'''
+import asyncio, sys
+def spin(n):
+    x = 0
+    for i in range(n):
+        x += i * i
+    return x
+def down(d, n):
+    return spin(n) if d <= 1 else down(d - 1, n)
+async def inner(depth):
+    print("READY", flush=True)
+    while True:
+        down(depth - 1, 2000)
+async def outer(depth):
+    await asyncio.create_task(inner(depth), name="inner")
+async def main(depth):
+    await asyncio.create_task(outer(depth), name="outer")
+asyncio.run(main(int(sys.argv[1])))
+'''
+SID_BIN = os.path.join(os.environ.get("TB_CACHE", os.path.expanduser("~/.cache/tachyon-bpf")),
+                       "debian-sid", "root", "usr", "bin")
+
+
+def async_table(out, seconds=3, rounds=3):
+    """BPF ns per sample with and without --async-aware, one task-running
+    spinner per CPU, the two runs back to back, `rounds` times per
+    interpreter: the median of each (a shared host's noise moves single runs
+    by microseconds)."""
+    rows = []
+    print("\nBPF ns per sample at depth 30, -F 999, every CPU running a task three tasks deep:"
+          " kernel run-time stats, median of %d rounds" % rounds)
+    print("%-10s %16s %16s %10s" % ("python", "plain", "--async-aware", "extra"))
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(ASYNC_WORKLOAD)
+        script = f.name
+    try:
+        for v in ("3.14", "3.15"):
+            py = os.path.join(SID_BIN, "python%s-host" % v)
+            if not os.path.exists(py):
+                print("%-10s (missing: run scripts/real-pythons.sh)" % ("sid-" + v))
+                continue
+            runs = {"plain": [], "async": []}
+            for _ in range(rounds):
+                for name, extra in (("plain", ()), ("async", ("--async-aware",))):
+                    ws = [start(py, script, 30) for _ in range(NCPUS)]
+                    try:
+                        st, _ = profile(",".join(str(w.pid) for w in ws), 999, seconds, extra)
+                    finally:
+                        stop(ws)
+                    runs[name].append(st["bpf_ns_per_run"])
+            cells = {k: statistics.median(v) for k, v in runs.items()}
+            rows.append({"python": "sid-" + v, "depth": 30, "plain_ns": cells["plain"],
+                         "async_ns": cells["async"]})
+            print("%-10s %16.0f %16.0f %+9.0f" % ("sid-" + v, cells["plain"], cells["async"],
+                                                  cells["async"] - cells["plain"]))
+    finally:
+        os.unlink(script)
+    out["async"] = rows
 
 
 def interpreters():
@@ -459,6 +524,9 @@ def main():
     if sys.argv[1:] == ["app"]:         # the real-application table alone
         app_table({})
         return
+    if sys.argv[1:] == ["async"]:       # the --async-aware table alone
+        async_table({})
+        return
     name, py = default_python()
     if sys.argv[1:] == ["timeline"]:    # timeline vs counted alone
         with tempfile.NamedTemporaryFile("w", suffix=".py") as f:
@@ -541,6 +609,9 @@ def main():
                 r["lost_pct"], r["dropped_pct"], r["bpf_ns_per_run"],
                 r["profiler_us_per_sample"], r["rss_peak_kb"] / 1024))
         print("  target: >= 100000 samples/s in total, < 0.1 % lost; * profiler userspace CPU")
+
+        if os.environ.get("TB_BENCH_ASYNC", "1") != "0":
+            async_table(out)
 
         app_table(out)
 

@@ -46,6 +46,7 @@ enum {
 	OPT_BTF,
 	OPT_OPCODES,		/* issue 17 */
 	OPT_TIMELINE,
+	OPT_ASYNC_AWARE,	/* issue 19: --async-aware, dump --async */
 	OPT_END,
 };
 
@@ -115,6 +116,9 @@ static const char usage_text[] =
 "      --timeline           every sample with its time, in time order: with\n"
 "                           -f speedscope a timeline in seconds (py-spy's\n"
 "                           shape); gecko and chrometrace imply it\n"
+"      --async-aware        asyncio (3.14+): a sample of a task gets the chain\n"
+"                           of tasks awaiting it as roots, 'Task-1 main;\n"
+"                           Task-5 handle (app.py:9);...', event loop folded\n"
 "      --stats FILE         write the closing statistics as JSON to FILE\n"
 "      --summary            also print the top functions (self and total\n"
 "                           samples) to stderr at the end\n"
@@ -175,7 +179,7 @@ static const char top_usage[] =
 "  -d, --duration SECONDS   quit after this long\n"
 "  -m, --mode MODE          cpu (default), wall or gil, as without top\n"
 "  -c, -e, --per-cpu, --no-fallback, --unsafe-rate, --threads, --gc, --kernel, --pids,\n"
-"  --full-filenames, --function, --nolineno, --force-version, --stats FILE,\n"
+"  --full-filenames, --function, --nolineno, --async-aware, --force-version, --stats FILE,\n"
 "  --summary, --btf FILE, -v: as without top\n"
 "  -r/--rate, -i/--idle, -g/--gil, --nonblocking: py-spy's names, as without top\n"
 "\n"
@@ -205,6 +209,8 @@ static const char dump_usage[] =
 "                           not be Python then)\n"
 "      --full-filenames     full source paths instead of short ones\n"
 "      --json               py-spy's JSON: an array of threads with their frames\n"
+"      --async              asyncio (3.14+): every thread's task tree, each\n"
+"                           task with its coroutine stack\n"
 "      --locals             each frame's arguments and local variables (repr\n"
 "                           of str, bytes, int, float, bool, None; type and\n"
 "                           length of containers); read, never executed\n"
@@ -258,6 +264,8 @@ static const struct option longopts[] = {
 	{ "btf", required_argument, NULL, OPT_BTF },
 	{ "opcodes", optional_argument, NULL, OPT_OPCODES },
 	{ "timeline", no_argument, NULL, OPT_TIMELINE },
+	{ "async-aware", no_argument, NULL, OPT_ASYNC_AWARE },
+	{ "async", no_argument, NULL, OPT_ASYNC_AWARE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -625,6 +633,9 @@ static int parse_output_opt(int c, const char *arg, struct options *o)
 	case OPT_TIMELINE:
 		o->timeline = 1;
 		return 0;
+	case OPT_ASYNC_AWARE:
+		o->async_aware = 1;
+		return 0;
 	}
 	return parse_issue16_opt(c, o);
 }
@@ -786,11 +797,12 @@ static const int top_opts[] = {
 	'p', 'a', 's', 'F', 'c', 'd', 'e', 'm', 'v', OPT_PIDS, OPT_FULL_FILENAMES,
 	OPT_FORCE_VERSION, OPT_THREADS, OPT_GC, OPT_KERNEL, OPT_NO_FALLBACK, OPT_UNSAFE_RATE,
 	OPT_PER_CPU, OPT_SUMMARY,
-	OPT_STATS, OPT_IDLE, OPT_GIL, OPT_NONBLOCKING, OPT_NATIVE, OPT_FUNCTION, OPT_NOLINENO, 0,
+	OPT_STATS, OPT_IDLE, OPT_GIL, OPT_NONBLOCKING, OPT_NATIVE, OPT_FUNCTION, OPT_NOLINENO,
+	OPT_ASYNC_AWARE, 0,
 };
 static const int dump_opts[] = {
 	'p', 's', 'v', OPT_FULL_FILENAMES, OPT_FORCE_VERSION, OPT_NONBLOCKING, OPT_NATIVE,
-	OPT_JSON, OPT_LOCALS, 0,
+	OPT_JSON, OPT_LOCALS, OPT_ASYNC_AWARE, 0,
 };
 
 static int command_takes(int command, int c)

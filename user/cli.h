@@ -63,6 +63,7 @@ struct options {
 	int dump_json;		/* dump --json: py-spy's JSON shape */
 	int dump_locals;	/* dump --locals: arguments and locals of each frame */
 	const char *btf_path;	/* --btf: the kernel's types from this file */
+	int async_aware;	/* --async-aware (dump: --async): asyncio task chains */
 };
 
 /* Fills o. Returns -1 to go on, else an exit code (0 after --help/--version). */

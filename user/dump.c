@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "dump.h"
+#include "dump_async.h"
 #include "dump_more.h"
 #include "errors.h"
 #include "pywalk.h"
@@ -274,6 +275,8 @@ static void print_thread(const struct target *t, const struct dump_ctx *dx,
 	printf("\nThread %llu (%s): %s%s\n", (unsigned long long)th->tid, name,
 	       dump_thread_state(t->pid, th->tid), dump_holds_gil(t, th->tstate) ? ", holds the GIL" : "");
 	print_frames(t, dx, &st);
+	if (dx->o->async_aware)
+		dump_async_thread(t, dx->sym, dx->o->full_paths, th->tstate);
 }
 
 static void print_process(const struct target *t)
@@ -318,6 +321,13 @@ static void dump_one(struct dump_run *d, pid_t pid, int optional)
 		return;
 	if (ret) {
 		target_report(pid, ret, err[0] ? err : "unknown reason");
+		d->ret = TB_EXIT_RUNTIME;
+		return;
+	}
+	if (d->o->async_aware && !t.layout.async.ok) {
+		tb_error("pid %d: dump --async: Python %s has no asyncio task layout tachyon-bpf reads (only %s export one; dump it without --async)",
+			 pid, t.version, layout_async_versions());
+		target_close(&t);
 		d->ret = TB_EXIT_RUNTIME;
 		return;
 	}

@@ -15,6 +15,7 @@
 #include "dump.h"
 #include "errors.h"
 #include "hmap.h"
+#include "asyncio.h"
 #include "ingest.h"
 #include "ksyms.h"
 #include "proc.h"
@@ -592,6 +593,20 @@ static void new_stack(struct ingest *in, const struct tb_stack *rec)
 		symbols_resolve(&in->sym, t, rec->frames, rec->depth);
 }
 
+/*
+ * --async-aware: a chain of tasks, for the stack record that follows. Its
+ * names are in the record; the awaiting tasks' frames are read now.
+ */
+static void new_tasks(struct ingest *in, const struct tb_tasks *rec, size_t size)
+{
+	struct target *t = targets_by_pid(in->ts, rec->pid);
+	struct task_chain *c = t ? asyncio_decode(t, &in->sym, rec, size) : NULL;
+
+	if (!c && t)
+		in->cnt.bad_records++;
+	profile_pending_tasks(&in->prof, rec->stack_id, c);
+}
+
 /* Retry samples that arrived before their stack; `final` gives up on them. */
 void ingest_flush(struct ingest *in, int final)
 {
@@ -673,6 +688,8 @@ void ingest_record(struct ingest *in, const void *data, size_t size)
 		in->cnt.received++;
 		add_sample(in, smp->pid, smp->tid, smp->stack_id, smp->flags, smp->kstack,
 			   smp->weight, data);
+	} else if (kind == TB_REC_TASKS && size >= TB_TASKS_HDR_SIZE) {
+		new_tasks(in, data, size);
 	} else if (kind == TB_REC_STACK) {
 		in->cnt.stacks++;
 		ret = profile_add_stack(&in->prof, data, size);

@@ -229,6 +229,56 @@ static const struct pyobj_layout obj_facts[] = {
 	},
 };
 
+/*
+ * --async-aware. The TaskObj and thread-state offsets are the values of
+ * _Py_AsyncioModuleDebugOffsets (section .AsyncioDebug) of Debian's 3.14.10
+ * (in lib-dynload/_asyncio*.so, mapped only once asyncio is imported, so
+ * not read at run time) and 3.15.2 (in the executable); the generator and
+ * frame facts (_Py_DebugOffsets has no stackpointer before 3.15 and no
+ * frame-state values) were checked on both with ctypes in a live process:
+ * gi_iframe via cr_frame.f_frame, gi_frame_state as the byte that reads
+ * -1/4 (3.14) or 2/5 (3.15) while awaiting/cleared, cr_await found at
+ * stackpointer[-1] (3.14) or [-2] (3.15), running_task == current_task(),
+ * and a set's used/mask/table at 24/32/40 with (key, hash) entries, a
+ * removed one's hash -1.
+ */
+static const struct { unsigned minor; struct py_async a; } async_facts[] = {
+	{ 14, { .ok = 1, .bpf = { .ts_task = 872, .task_lo = 96, .task_name = 136,
+				 .task_coro = 128, .task_awaited_by = 96, .task_is_task = 108,
+				 .task_is_set = 109,
+				 .set_used = 24, .set_mask = 32 },
+		.gen_iframe = 72, .gen_state = 67, .state_yield_from = -1, .state_cleared = 4,
+		.fr_stackpointer = 64, .await_slot = 1, .task_node = 152, .ts_tasks_head = 880 } },
+	{ 15, { .ok = 1, .bpf = { .ts_task = 1032, .task_lo = 96, .task_name = 136,
+				 .task_coro = 128, .task_awaited_by = 96, .task_is_task = 108,
+				 .task_is_set = 109,
+				 .set_used = 24, .set_mask = 32 },
+		.gen_iframe = 72, .gen_state = 67, .state_yield_from = 2, .state_cleared = 5,
+		.fr_stackpointer = 64, .await_slot = 2, .task_node = 152, .ts_tasks_head = 1048 } },
+};
+
+const char *layout_async_versions(void)
+{
+	static char buf[64];
+	size_t i, n = NELEM(async_facts);
+
+	if (!buf[0])
+		for (i = 0; i < n; i++)
+			snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s3.%u",
+				 !i ? "" : i + 1 < n ? ", " : " and ", async_facts[i].minor);
+	return buf;
+}
+
+static void async_of(unsigned minor, struct py_async *out)
+{
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < NELEM(async_facts); i++)
+		if (async_facts[i].minor == minor)
+			*out = async_facts[i].a;
+}
+
 /* 3.11 and 3.12: no debug offsets; verified with DWARF and live walks. */
 static const struct py_layout builtin[] = {
 	{
@@ -601,6 +651,8 @@ int layout_from_debug_offsets(const void *buf, size_t len, unsigned flags,
 	out->source = "_Py_DebugOffsets";
 	err = parse_debug(b, &r, out);
 	out->version = version;
+	async_of(r.pos->minor, &out->async);
+	out->async.bpf.coro_code = out->async.gen_iframe + out->walk.off.fr_code;
 	return err;
 }
 

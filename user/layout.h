@@ -58,6 +58,24 @@ struct pyobj_layout {
 	uint8_t ref_tags;
 };
 
+/*
+ * --async-aware (3.14+): the kernel's offsets (struct tb_async) and what
+ * userspace needs to follow a suspended coroutine to what it awaits and to
+ * list a thread's tasks (dump --async). ok = 0: the version has none.
+ */
+struct py_async {
+	uint8_t ok;
+	struct tb_async bpf;
+	uint16_t gen_iframe;	/* PyGenObject -> its _PyInterpreterFrame */
+	uint16_t gen_state;	/* PyGenObject -> gi_frame_state (int8) */
+	int8_t state_yield_from; /* ... suspended in an await (yield from) */
+	int8_t state_cleared;	/* ... finished, frame cleared */
+	uint16_t fr_stackpointer; /* _PyInterpreterFrame -> stackpointer */
+	uint8_t await_slot;	/* the awaited object is stackpointer[-await_slot] */
+	uint16_t task_node;	/* TaskObj -> task_node (struct llist_node) */
+	uint16_t ts_tasks_head;	/* PyThreadState -> asyncio_tasks_head (llist) */
+};
+
 struct py_layout {
 	uint32_t version;	/* PY_VERSION_HEX; only layout.c takes it apart */
 	char name[24];		/* the version for people: "3.13.0", "3.10", "3.13.0t" */
@@ -86,6 +104,7 @@ struct py_layout {
 	uint16_t gc_collecting;	/* PyInterpreterState -> gc.collecting (int) */
 	struct pystr_layout str;
 	struct pyobj_layout obj;
+	struct py_async async;
 };
 
 /* Errors: negative errnos, each naming one reason (layout_strerror). */
@@ -225,6 +244,8 @@ const char *layout_opcode_name(const struct py_layout *l, unsigned op, char *buf
  * version has no table.
  */
 unsigned layout_opcode_caches(const struct py_layout *l, unsigned op);
+/* "3.14 and 3.15": the versions with an --async-aware layout, from the table. */
+const char *layout_async_versions(void);
 /* "3.13.0", "3.14.0b2" */
 void py_version_str(uint32_t version, char *buf, size_t len);
 

@@ -4,21 +4,61 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
+#include "asyncio.h"
 #include "profile.h"
 
 int profile_init(struct profile *p)
 {
 	memset(p, 0, sizeof(*p));
 	if (hmap_init(&p->stacks, sizeof(uint64_t)) ||
-	    hmap_init(&p->counts, sizeof(struct agg_key)))
+	    hmap_init(&p->counts, sizeof(struct agg_key)) ||
+	    hmap_init(&p->pending_tasks, sizeof(uint64_t)))
 		return -ENOMEM;
 	return 0;
 }
 
+static void free_stack(void *v)
+{
+	struct stack_frames *sf = v;
+
+	if (sf)
+		asyncio_free(sf->tasks);
+	free(sf);
+}
+
+static void free_chain(void *c)
+{
+	asyncio_free(c);
+}
+
 void profile_free(struct profile *p)
 {
-	hmap_free_values(&p->stacks, free);
+	hmap_free_values(&p->stacks, free_stack);
 	hmap_free(&p->counts);
+	hmap_free_values(&p->pending_tasks, free_chain);
+}
+
+void profile_pending_tasks(struct profile *p, uint64_t id, struct task_chain *c)
+{
+	void **slot;
+	int added;
+
+	if (!c)
+		return;
+	slot = hmap_put(&p->pending_tasks, &id, &added);
+	if (!slot) {
+		asyncio_free(c);
+		return;
+	}
+	if (!added)
+		asyncio_free(*slot);	/* sent again (a compaction): the newer one */
+	*slot = c;
+}
+
+/* The chain that came for this stack id, taken; NULL if none. */
+static struct task_chain *take_tasks(struct profile *p, uint64_t id)
+{
+	return p->pending_tasks.slots ? hmap_del(&p->pending_tasks, &id) : NULL;
 }
 
 int profile_add_stack(struct profile *p, const struct tb_stack *rec, size_t size)
@@ -28,26 +68,32 @@ int profile_add_stack(struct profile *p, const struct tb_stack *rec, size_t size
 	size_t bytes;
 	void **slot;
 	int added;
+	struct task_chain *tasks = take_tasks(p, rec->stack_id);
 
 	if (size < TB_STACK_HDR_SIZE || depth > TB_MAX_DEPTH ||
 	    size < TB_STACK_HDR_SIZE + depth * sizeof(struct tb_frame))
-		return -EINVAL;
+		goto fail;
 	slot = hmap_put(&p->stacks, &rec->stack_id, &added);
-	if (!slot)
-		return -ENOMEM;
-	if (!added)
-		return 0;
+	if (!slot || !added) {
+		asyncio_free(tasks);
+		return slot ? 0 : -ENOMEM;
+	}
 	bytes = depth * sizeof(struct tb_frame);
 	sf = malloc(sizeof(*sf) + bytes);
 	if (!sf) {
 		hmap_del(&p->stacks, &rec->stack_id);
+		asyncio_free(tasks);
 		return -ENOMEM;
 	}
 	sf->depth = depth;
 	sf->refs = 0;
+	sf->tasks = tasks;
 	memcpy(sf->frames, rec->frames, bytes);
 	*slot = sf;
 	return 1;
+fail:
+	asyncio_free(tasks);
+	return -EINVAL;
 }
 
 const struct stack_frames *profile_stack(const struct profile *p, uint64_t stack_id)
@@ -157,46 +203,94 @@ static int suffix_frames(struct resolved *r, struct rsample *s, const struct agg
 	return 0;
 }
 
+/* One Python frame, symbolized, at the end of s (leaf: --opcodes' frame). */
+static int python_frame(struct resolved *r, struct rsample *s, const struct tb_frame *f,
+			int leaf, struct target *t, struct symbols *sym,
+			const struct resolve_opts *o)
+{
+	const struct code_info *ci = symbols_get(sym, t, f);
+	const char *op = NULL;
+	struct sym_frame sf2;
+	char opbuf[16];
+
+	symbols_frame(ci, f, t, o->full_paths, &sf2);
+	if (sf2.hidden)
+		return 0;
+	if (o->line_mode == LINES_FUNCTION)
+		sf2.line = sf2.firstlineno;
+	else if (o->line_mode == LINES_NONE)
+		sf2.line = RFRAME_NO_LINE;
+	if (o->opcodes == OPCODES_ALL || (o->opcodes == OPCODES_LEAF && leaf))
+		op = symbols_opcode(ci, f, t, opbuf, sizeof(opbuf));
+	s->frames[s->depth] = resolved_intern_op(r, sf2.name, sf2.file, sf2.line,
+						 sf2.firstlineno, op);
+	return s->frames[s->depth++] ? 0 : -ENOMEM;
+}
+
+/* Frames the task chain adds: a root marker, and per task a label and its frames. */
+static uint32_t task_frames_max(const struct task_chain *c)
+{
+	uint32_t i, n = 1;
+
+	for (i = 0; c && i < c->depth; i++)
+		n += 2 + c->tasks[i].nframes;	/* label, link marker, frames */
+	return n;
+}
+
+/* --async-aware: the outermost task first, each task's label (a marker
+ * frame) followed by the coroutine frames it is suspended in. */
+static int task_frames(struct resolved *r, struct rsample *s, const struct task_chain *c,
+		       struct target *t, struct symbols *sym, const struct resolve_opts *o)
+{
+	const char *root = asyncio_root_marker(c), *link;
+	const struct task_view *v;
+	char buf[80];
+	uint32_t i, j;
+
+	if (root && !(s->frames[s->depth++] = resolved_intern(r, root, "", 0, 0)))
+		return -ENOMEM;
+	for (i = c->depth; i-- > 0;) {
+		v = &c->tasks[i];
+		link = asyncio_link_marker(c, i, buf, sizeof(buf));
+		if (link && !(s->frames[s->depth++] = resolved_intern(r, link, "", 0, 0)))
+			return -ENOMEM;
+		if (!(s->frames[s->depth++] = resolved_intern(r, v->label, "", 0, 0)))
+			return -ENOMEM;
+		for (j = 0; j < v->nframes; j++)
+			if (python_frame(r, s, &v->frames[j], 0, t, sym, o))
+				return -ENOMEM;
+	}
+	return 0;
+}
+
 static int resolve_one(struct resolved *r, const struct agg_key *k, uint64_t count,
 		       const struct stack_frames *sf, struct target *t,
 		       struct symbols *sym, const struct resolve_opts *o)
 {
+	/* a task's own frames stop at its coroutine: below are the loop's */
+	uint32_t keep = sf->tasks ? asyncio_keep(sf->tasks, sf->frames, sf->depth) : 0;
+	const struct task_chain *tc = keep ? sf->tasks : NULL;
+	uint32_t i = keep ? keep : sf->depth;
 	struct rsample *s;
 	const char *tn;
-	uint32_t i;
 
 	s = resolved_slot(r);
 	if (!s)
 		return -ENOMEM;
 	tn = o->thread_name ? o->thread_name(o->ctx, k->target, k->tid) : NULL;
 	s->tname = tn ? strdup(tn) : NULL;
-	s->frames = calloc(sf->depth + 4 + MAX_KFRAMES, sizeof(*s->frames));
+	s->frames = calloc(sf->depth + 4 + MAX_KFRAMES + task_frames_max(tc),
+			   sizeof(*s->frames));
 	if (!s->frames || (tn && !s->tname) || prefix_frames(r, s, k, o, t)) {
 		free(s->frames);
 		free(s->tname);
 		return -ENOMEM;
 	}
-	for (i = sf->depth; i-- > 0;) {
-		const struct tb_frame *f = &sf->frames[i];
-		const struct code_info *ci = symbols_get(sym, t, f);
-		const char *op = NULL;
-		struct sym_frame sf2;
-		char opbuf[16];
-
-		symbols_frame(ci, f, t, o->full_paths, &sf2);
-		if (sf2.hidden)
-			continue;
-		if (o->line_mode == LINES_FUNCTION)
-			sf2.line = sf2.firstlineno;
-		else if (o->line_mode == LINES_NONE)
-			sf2.line = RFRAME_NO_LINE;
-		if (o->opcodes == OPCODES_ALL || (o->opcodes == OPCODES_LEAF && !i))
-			op = symbols_opcode(ci, f, t, opbuf, sizeof(opbuf));
-		s->frames[s->depth] = resolved_intern_op(r, sf2.name, sf2.file, sf2.line,
-							 sf2.firstlineno, op);
-		if (!s->frames[s->depth++])
+	if (tc && task_frames(r, s, tc, t, sym, o))
+		return -ENOMEM;
+	while (i-- > 0)
+		if (python_frame(r, s, &sf->frames[i], !i, t, sym, o))
 			return -ENOMEM;
-	}
 	if (suffix_frames(r, s, k, o))
 		return -ENOMEM;
 	s->proc = t->id;
@@ -259,7 +353,7 @@ int profile_release(struct profile *p, uint64_t id)
 	if (sf->refs)
 		return 0;
 	hmap_del(&p->stacks, &id);
-	free(sf);
+	free_stack(sf);
 	return 1;
 }
 

@@ -17,9 +17,12 @@
 #include "tachyon.h"
 #include "target.h"
 
+struct task_chain;
+
 struct stack_frames {
 	uint32_t depth;
 	uint32_t refs;		/* aggregation keys that use it */
+	struct task_chain *tasks;	/* --async-aware: the tasks it ran in, or NULL */
 	struct tb_frame frames[];	/* leaf first */
 };
 
@@ -35,6 +38,9 @@ struct profile {
 	struct hmap stacks;	/* stack id -> struct stack_frames * */
 	struct hmap counts;	/* struct agg_key -> count */
 	uint64_t samples;	/* counted into `counts` */
+	/* --async-aware: stack id -> struct task_chain * whose stack record
+	 * has not come yet (records of other CPUs may come in between) */
+	struct hmap pending_tasks;
 };
 
 struct resolve_opts {
@@ -55,6 +61,9 @@ struct resolve_opts {
 
 int profile_init(struct profile *p);
 void profile_free(struct profile *p);
+/* --async-aware: the chain of a TB_REC_TASKS record, for the stack record
+ * of the same id that follows it (owned by the profile from now on). */
+void profile_pending_tasks(struct profile *p, uint64_t id, struct task_chain *c);
 /* Keep the frames of a TB_REC_STACK record (first copy wins). */
 int profile_add_stack(struct profile *p, const struct tb_stack *rec, size_t size);
 const struct stack_frames *profile_stack(const struct profile *p, uint64_t stack_id);

@@ -78,29 +78,38 @@ static int long_shape(const struct pyobj_layout *o, uint64_t w, int *neg, uint64
 	return *ndig > 3 ? -ERANGE : 0;	/* 90 bits and more: not an int64 */
 }
 
-int pyobj_long(const struct target *t, uint64_t addr, int64_t *v)
+int pyobj_long_from(const struct target *t, const uint8_t *obj, size_t have, int64_t *v)
 {
 	const struct pyobj_layout *o = lay(t);
-	uint8_t buf[64];
 	unsigned __int128 acc = 0;
-	uint64_t w, ndig, i;
-	uint32_t d;
+	uint64_t ndig, i;
 	int neg;
 
-	if ((size_t)o->long_digits + 12 > sizeof(buf) || remote_read(t->pid, addr, buf, o->long_digits))
+	if (!pyobj_usable(t) || have < (size_t)o->long_size + 8 ||
+	    long_shape(o, load_u64(obj + o->long_size), &neg, &ndig) ||
+	    have < o->long_digits + ndig * 4)
 		return -EINVAL;
-	w = load_u64(buf + o->long_size);
-	if (long_shape(o, w, &neg, &ndig) ||
-	    (ndig && remote_read(t->pid, addr + o->long_digits, buf, ndig * 4)))
-		return -EINVAL;
-	for (i = ndig; i-- > 0;) {
-		d = load_u32(buf + i * 4);
-		acc = acc << 30 | (d & 0x3fffffff);
-	}
+	for (i = ndig; i-- > 0;)
+		acc = acc << 30 | (load_u32(obj + o->long_digits + i * 4) & 0x3fffffff);
 	if (acc > (unsigned __int128)INT64_MAX + neg)
 		return -ERANGE;
 	*v = neg ? (int64_t)(0 - (uint64_t)acc) : (int64_t)acc;
 	return 0;
+}
+
+int pyobj_long(const struct target *t, uint64_t addr, int64_t *v)
+{
+	const struct pyobj_layout *o = lay(t);
+	uint8_t buf[64];
+	uint64_t ndig;
+	int neg;
+
+	if ((size_t)o->long_digits + 12 > sizeof(buf) || remote_read(t->pid, addr, buf, o->long_digits))
+		return -EINVAL;
+	if (long_shape(o, load_u64(buf + o->long_size), &neg, &ndig) ||
+	    (ndig && remote_read(t->pid, addr + o->long_digits, buf + o->long_digits, ndig * 4)))
+		return -EINVAL;
+	return pyobj_long_from(t, buf, o->long_digits + ndig * 4, v);
 }
 
 static int keys_view(const struct target *t, uint64_t keys, uint64_t values, struct dview *v)
@@ -290,14 +299,23 @@ int pyobj_attrs(const struct target *t, uint64_t obj, const char *const *names,
 
 int pyobj_type_name(const struct target *t, uint64_t obj, char *out, size_t outsz)
 {
-	uint64_t type, name;
-	size_t n = outsz - 1 < 63 ? outsz - 1 : 63, i;
+	uint64_t type;
 
 	out[0] = 0;
 	/* ob_type: the code object's is where every object's is (8, or 24 in
 	 * a free-threaded build's longer header) */
-	if (!pyobj_usable(t) || rd64(t, obj + t->layout.walk.off.co_type, &type) ||
-	    rd64(t, type + lay(t)->tp_name, &name))
+	if (!pyobj_usable(t) || rd64(t, obj + t->layout.walk.off.co_type, &type))
+		return -EINVAL;
+	return pyobj_type_name_at(t, type, out, outsz);
+}
+
+int pyobj_type_name_at(const struct target *t, uint64_t type, char *out, size_t outsz)
+{
+	uint64_t name;
+	size_t n = outsz - 1 < 63 ? outsz - 1 : 63, i;
+
+	out[0] = 0;
+	if (!pyobj_usable(t) || rd64(t, type + lay(t)->tp_name, &name))
 		return -EINVAL;
 	/* a C string near the end of a page: read less */
 	if (remote_read(t->pid, name, out, n) &&

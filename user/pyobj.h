@@ -20,6 +20,8 @@ int pyobj_usable(const struct target *t);
 int pyobj_str(const struct target *t, uint64_t addr, char *out, size_t outsz);
 /* An int that fits in 64 bits; 0, -ERANGE if it does not fit, or another negative errno. */
 int pyobj_long(const struct target *t, uint64_t addr, int64_t *v);
+/* The same from the first `have` bytes of the object, already copied. */
+int pyobj_long_from(const struct target *t, const uint8_t *obj, size_t have, int64_t *v);
 /* The value of the str key `key` in a dict; 0, -ENOENT if absent, or another negative errno. */
 int pyobj_dict_get(const struct target *t, uint64_t dict, const char *key, uint64_t *val);
 /*
@@ -35,6 +37,8 @@ int pyobj_attrs(const struct target *t, uint64_t obj, const char *const *names,
 		uint64_t *vals, int n);
 /* The object's type name ("int", "Thread"; printable ASCII, others as '?'); 0, or a negative errno. */
 int pyobj_type_name(const struct target *t, uint64_t obj, char *out, size_t outsz);
+/* The same from the type object's address (a type outlives its instances). */
+int pyobj_type_name_at(const struct target *t, uint64_t type, char *out, size_t outsz);
 /*
  * A short repr: repr() of str, bytes, int, float, bool and None; "<list,
  * len 3>" for list, tuple, dict, set and frozenset; "<Type at 0x...>" for

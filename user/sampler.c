@@ -122,6 +122,7 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 	s->skel->rodata->report_all_exec = !!o->report_all_exec;
 	s->skel->rodata->read_status = !!o->read_status;
 	s->skel->rodata->timeline = !!o->timeline;
+	s->skel->rodata->async_aware = !!o->async_aware;
 	/* Every context switch on the machine would run it: only when needed.
 	 * Likewise one of the two sample drivers: each program not loaded is
 	 * one verification fewer at start-up. */
@@ -440,10 +441,19 @@ int sampler_add(struct sampler *s, pid_t pid, const struct tb_walk *w)
 	return bpf_map__update_elem(s->skel->maps.procs, &key, sizeof(key), &v, sizeof(v), BPF_ANY);
 }
 
+/* --async-aware: the process's asyncio offsets (its chains are read from now on). */
+int sampler_add_async(struct sampler *s, pid_t pid, const struct tb_async *a)
+{
+	__u32 key = (__u32)pid;
+
+	return bpf_map__update_elem(s->skel->maps.asyncs, &key, sizeof(key), a, sizeof(*a), BPF_ANY);
+}
+
 int sampler_del(struct sampler *s, pid_t pid)
 {
 	__u32 key = (__u32)pid;
 
+	bpf_map__delete_elem(s->skel->maps.asyncs, &key, sizeof(key), 0);	/* may be absent */
 	return bpf_map__delete_elem(s->skel->maps.procs, &key, sizeof(key), 0);
 }
 

@@ -38,6 +38,7 @@ struct sampler_opts {
 	int report_all_exec;	/* --all-python: every exec is news */
 	int read_status;	/* read GIL and GC state in every sample */
 	int timeline;		/* every sample a timed record, none counted in the kernel */
+	int async_aware;	/* --async-aware: read asyncio task chains */
 	int kernel_stats;	/* turn the kernel's BPF run-time statistics on */
 	const char *btf_path;	/* the kernel's types for CO-RE, NULL: its own */
 	ring_buffer_sample_fn on_record;
@@ -76,6 +77,7 @@ int sampler_follow(struct sampler *s, const struct sampler_opts *o, pid_t pid);
  */
 void sampler_setup_done(struct sampler *s);
 int sampler_add(struct sampler *s, pid_t pid, const struct tb_walk *w);
+int sampler_add_async(struct sampler *s, pid_t pid, const struct tb_async *a);
 int sampler_del(struct sampler *s, pid_t pid);
 /* Hear of pid's exec/fork/exit; follow: its children too. */
 int sampler_watch(struct sampler *s, pid_t pid, int follow);

@@ -93,6 +93,26 @@ static int follow_children(const struct session *s)
 	return s->opt->subprocesses || s->opt->all_python;
 }
 
+/*
+ * Register a target with the BPF side, with its asyncio offsets under
+ * --async-aware. A version without them is refused in one line: the run
+ * ends (exit 1), except with --all-python, where the others go on.
+ */
+static int add_to_sampler(struct session *s, const struct target *t)
+{
+	int ret = sampler_add(&s->sampler, t->pid, &t->layout.walk);
+
+	if (ret || !s->opt->async_aware)
+		return ret;
+	if (t->layout.async.ok)
+		return sampler_add_async(&s->sampler, t->pid, &t->layout.async.bpf);
+	tb_error("pid %d: --async-aware: Python %s has no asyncio task layout tachyon-bpf reads (only %s export one; profile it without --async-aware)",
+		 t->pid, t->version, layout_async_versions());
+	if (!s->opt->all_python)
+		s->stop = STOP_ERROR;
+	return 0;
+}
+
 /* The registry took a new target: sample it. */
 static void target_added(void *ctx, struct target *t)
 {
@@ -102,7 +122,7 @@ static void target_added(void *ctx, struct target *t)
 	if (s->epfd >= 0 && t->pidfd >= 0)
 		epoll_add(s->epfd, t->pidfd, t->id, EPOLLIN);
 	if (s->sampler.skel) {
-		sampler_add(&s->sampler, t->pid, &t->layout.walk);
+		add_to_sampler(s, t);
 		sampler_watch(&s->sampler, t->pid, follow_children(s));
 	}
 	tb_debug("pid %d: %s, Python %s", t->pid, t->name, t->version);
@@ -307,6 +327,7 @@ int session_start(struct session *s)
 		.read_status = s->opt->mode == TB_MODE_GIL || s->opt->gc_frames ||
 			       s->opt->gc_state,
 		.timeline = s->opt->timeline,
+		.async_aware = s->opt->async_aware,
 		.kernel_stats = s->opt->stats_path || tb_verbose,
 		.btf_path = s->opt->btf_path,
 		.on_record = on_record, .ctx = s,
@@ -324,7 +345,7 @@ int session_start(struct session *s)
 	for (i = 0; i < targets_count(s->ts); i++) {
 		const struct target *t = targets_get(s->ts, i);
 
-		ret = sampler_add(&s->sampler, t->pid, &t->layout.walk);
+		ret = add_to_sampler(s, t);
 		if (!ret)
 			ret = sampler_watch(&s->sampler, t->pid, follow_children(s));
 		if (ret) {
@@ -471,7 +492,7 @@ static void target_changed(void *ctx, struct target *t)
 {
 	struct session *s = ctx;
 
-	sampler_add(&s->sampler, t->pid, &t->layout.walk);
+	add_to_sampler(s, t);
 }
 
 /* Things that need a running interpreter: retried until they work. */
