@@ -14,6 +14,7 @@
 #include "util.h"
 #include "dump.h"
 #include "errors.h"
+#include "exctypes.h"
 #include "hmap.h"
 #include "ingest.h"
 #include "ksyms.h"
@@ -48,11 +49,13 @@ struct ingest {
 	struct pend_sample *pend;	/* samples waiting for their stack */
 	size_t npend, pend_cap;
 	struct kstack_namer kstacks;	/* --kernel frame names */
+	struct exc_types exc;		/* --mode exception's type names */
 	struct ingest_counts cnt;
 };
 
 static const char *thread_name(void *ctx, uint32_t target, uint32_t tid);
 static int kernel_frames(void *ctx, int32_t kstack, const char **names, int max);
+static const char *exc_name(void *ctx, uint32_t target, uint64_t type);
 static void new_stack(struct ingest *in, const struct tb_stack *rec);
 static void add_sample(struct ingest *in, uint32_t pid, uint32_t tid, uint64_t stack_id,
 		       uint32_t flags, int32_t kstack, uint64_t weight);
@@ -69,7 +72,7 @@ struct ingest *ingest_new(const struct options *o, struct sampler *sampler, stru
 	if (profile_init(&in->prof) || symbols_init(&in->sym) ||
 	    hmap_init(&in->thread_names, sizeof(struct thread_key)) ||
 	    pythreads_cache_init(&in->pynames) || resolved_init(&in->frozen) ||
-	    hmap_init(&in->limbo, sizeof(uint64_t))) {
+	    hmap_init(&in->limbo, sizeof(uint64_t)) || exc_types_init(&in->exc)) {
 		ingest_free(in);
 		errno = ENOMEM;
 		return NULL;
@@ -95,6 +98,7 @@ void ingest_free(struct ingest *in)
 	symbols_free(&in->sym);
 	profile_free(&in->prof);
 	ksyms_free(&in->kstacks.ksyms);
+	exc_types_free(&in->exc);
 	free(in->pend);
 	free(in);
 }
@@ -180,7 +184,8 @@ static void resolve_opts_of(struct ingest *in, struct resolve_opts *ro)
 		/* --pids asks for the pid in a root frame: it needs the frame. */
 		.proc_root = in->opt->all_python || in->opt->subprocesses || in->opt->show_pids,
 		.show_pids = in->opt->show_pids,
-		.thread_name = thread_name, .kernel_frames = kernel_frames, .ctx = in,
+		.thread_name = thread_name, .kernel_frames = kernel_frames, .exc_name = exc_name,
+		.ctx = in,
 	};
 }
 
@@ -284,6 +289,7 @@ void ingest_freeze(struct ingest *in, struct target *t)
 {
 	fold_target(in, t, 1);
 	symbols_forget(&in->sym, t->id);
+	exc_types_forget(&in->exc, t->id);
 	targets_drop(in->ts, t);
 }
 
@@ -493,8 +499,11 @@ static void new_stack(struct ingest *in, const struct tb_stack *rec)
 {
 	struct target *t = targets_by_pid(in->ts, rec->pid);
 
-	if (t)
-		symbols_resolve(&in->sym, t, rec->frames, rec->depth);
+	if (!t)
+		return;
+	symbols_resolve(&in->sym, t, rec->frames, rec->depth);
+	if (rec->exc_type && exc_types_learn(&in->exc, t, rec->exc_type))
+		tb_warn("out of memory: an exception type stays unnamed");
 }
 
 /* Retry samples that arrived before their stack; `final` gives up on them. */
@@ -552,6 +561,13 @@ static int kernel_frames(void *ctx, int32_t kstack, const char **names, int max)
 	n = sampler_kstack(in->sampler, kstack, ips, max < TB_KSTACK_DEPTH ? max : TB_KSTACK_DEPTH);
 	in->kstacks.tick = in->opt->event->tick;
 	return kstack_names(&in->kstacks, ips, n, names);
+}
+
+static const char *exc_name(void *ctx, uint32_t target, uint64_t type)
+{
+	struct ingest *in = ctx;
+
+	return exc_types_name(&in->exc, target, type);
 }
 
 void ingest_record(struct ingest *in, const void *data, size_t size)

@@ -20,6 +20,7 @@
 struct stack_frames {
 	uint32_t depth;
 	uint32_t refs;		/* aggregation keys that use it */
+	uint64_t exc_type;	/* --mode exception: the exception's type object, or 0 */
 	struct tb_frame frames[];	/* leaf first */
 };
 
@@ -48,6 +49,8 @@ struct resolve_opts {
 	/* Optional: the name of a thread; kernel frame names of a stack id. */
 	const char *(*thread_name)(void *ctx, uint32_t target, uint32_t tid);
 	int (*kernel_frames)(void *ctx, int32_t kstack, const char **names, int max);
+	/* --mode exception: the name of a target's exception type, or NULL. */
+	const char *(*exc_name)(void *ctx, uint32_t target, uint64_t type);
 	void *ctx;
 };
 

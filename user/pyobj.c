@@ -290,12 +290,21 @@ int pyobj_attrs(const struct target *t, uint64_t obj, const char *const *names,
 
 int pyobj_type_name(const struct target *t, uint64_t obj, char *out, size_t outsz)
 {
-	uint64_t type, name;
+	uint64_t type;
+
+	out[0] = 0;
+	if (!pyobj_usable(t) || rd64(t, obj + 8, &type))
+		return -EINVAL;
+	return pyobj_type_name_of(t, type, out, outsz);
+}
+
+int pyobj_type_name_of(const struct target *t, uint64_t type, char *out, size_t outsz)
+{
+	uint64_t name;
 	size_t n = outsz - 1 < 63 ? outsz - 1 : 63, i;
 
 	out[0] = 0;
-	if (!pyobj_usable(t) || rd64(t, obj + 8, &type) ||
-	    rd64(t, type + lay(t)->tp_name, &name))
+	if (!pyobj_usable(t) || rd64(t, type + lay(t)->tp_name, &name))
 		return -EINVAL;
 	/* a C string near the end of a page: read less */
 	if (remote_read(t->pid, name, out, n) &&

@@ -35,6 +35,8 @@ int pyobj_attrs(const struct target *t, uint64_t obj, const char *const *names,
 		uint64_t *vals, int n);
 /* The object's type name ("int", "Thread"; printable ASCII, others as '?'); 0, or a negative errno. */
 int pyobj_type_name(const struct target *t, uint64_t obj, char *out, size_t outsz);
+/* The same, of a type object itself ("ValueError"). */
+int pyobj_type_name_of(const struct target *t, uint64_t type, char *out, size_t outsz);
 /*
  * A short repr: repr() of str, bytes, int, float, bool and None; "<list,
  * len 3>" for list, tuple, dict, set and frozenset; "<Type at 0x...>" for
