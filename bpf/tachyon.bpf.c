@@ -248,6 +248,7 @@ struct walk_ctx {
 	struct tb_chain ch;	/* the walk, by the rules of pywalk.h */
 	struct window w;	/* the frame stack bytes in s->win */
 	struct memo_cursor m;
+	__u64 exc;		/* --mode exception: the type in flight, or 0 */
 };
 
 struct find_ctx {
@@ -787,8 +788,78 @@ static __always_inline __u64 wake_flag(void)
 
 #include "asyncio.bpf.h"
 
+/* Py_TPFLAGS_BASE_EXC_SUBCLASS: BaseException and its subclasses have it. */
+#define TB_TPFLAGS_BASE_EXC	(1ULL << 30)
+/* _PyErr_StackItem entries looked at: the thread's own, plus one per
+ * generator or coroutine running on its stack. */
+#define EXC_ITEMS 32
+
+static __always_inline __u64 read_u64(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (!addr || bpf_probe_read_user(&v, sizeof(v), (void *)addr))
+		return 0;
+	return v;
+}
+
+/* type if it is an exception class, else 0 (None's type, garbage). */
+static __always_inline __u64 exc_class(const struct tb_offsets *o, __u64 type)
+{
+	return read_u64(type ? type + o->tp_flags : 0) & TB_TPFLAGS_BASE_EXC ? type : 0;
+}
+
+/*
+ * --mode exception: the type of the exception the thread has in flight,
+ * or 0. Being raised or propagating: tstate's current exception (3.11:
+ * curexc_type, the type itself). Else being handled: the first exc_value
+ * down the stack of _PyErr_StackItem that is an exception (NULL and None
+ * mean "none here": a generator that handles nothing leaves its caller's
+ * except block in force, as sys.exception() sees it). Global, checked once.
+ */
+__noinline __u64 exc_in_flight(struct scratch *s, __u64 tstate)
+{
+	const struct tb_offsets *o;
+	__u64 v, item, type;
+	int i;
+
+	if (!s || !tstate)
+		return 0;
+	o = &s->walk.off;
+	if (o->ts_exc_info == TB_NO_OFFSET || o->ts_exc == TB_NO_OFFSET)
+		return 0;
+	v = read_u64(tstate + o->ts_exc);
+	if (v && (o->features & TB_F_EXC_TYPE))
+		type = exc_class(o, v);
+	else
+		type = exc_class(o, read_u64(v ? v + o->co_type : 0));
+	if (type)
+		return type;
+	item = read_u64(tstate + o->ts_exc_info);
+	for (i = 0; i < EXC_ITEMS && item; i++) {
+		v = read_u64(item + o->si_exc_value);
+		type = exc_class(o, read_u64(v ? v + o->co_type : 0));
+		if (type)
+			return type;
+		item = read_u64(item + o->si_previous);
+	}
+	return 0;
+}
+
+/* --mode exception: 1 if the sample has none in flight; else its type
+ * joins the stack id (one stack record per type) and c->exc. */
+static __always_inline int no_exception(struct walk_ctx *c)
+{
+	c->exc = exc_in_flight(c->s, c->tstate);
+	if (!c->exc)
+		return 1;
+	c->ch.hash = tb_hash_mix(c->ch.hash, c->exc);
+	return 0;
+}
+
 /* Push the frames of a stack id the consumer may not have yet. */
-static __always_inline int push_stack(struct scratch *s, __u32 pid, __u64 id, __u32 depth)
+static __always_inline int push_stack(struct scratch *s, __u32 pid, __u64 id, __u32 depth,
+				      __u64 exc)
 {
 	__u64 size = TB_STACK_HDR_SIZE + (__u64)depth * sizeof(struct tb_frame);
 	struct recent *seen = &s->recent[id & (RECENT - 1)];
@@ -809,6 +880,7 @@ static __always_inline int push_stack(struct scratch *s, __u32 pid, __u64 id, __
 	s->stack.stack_id = id;
 	s->stack.pid = pid;
 	s->stack.pad = 0;
+	s->stack.exc_type = exc;
 	if (push_tasks(id, pid, s->walk.off.exec_mask))
 		return -1;
 	if (bpf_ringbuf_output(&events, &s->stack, size, wake_flag()))
@@ -971,7 +1043,11 @@ static __always_inline int sample_current(void *ctx)
 		count(c.cnt, TB_C_FILTERED);
 		goto out;
 	}
-	ret = push_stack(c.s, pid, c.ch.hash, c.ch.depth);
+	if (mode == TB_MODE_EXC && no_exception(&c)) {
+		count(c.cnt, TB_C_FILTERED);
+		goto out;
+	}
+	ret = push_stack(c.s, pid, c.ch.hash, c.ch.depth, c.exc);
 	if (ret < 0) {
 		count(c.cnt, TB_C_LOST);
 		goto out;
@@ -1052,7 +1128,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u6
 	}
 	read_gil_gc(&c);
 	async_chain(&c, pid);
-	if (push_stack(c.s, pid, c.ch.hash, c.ch.depth) < 0) {
+	if (push_stack(c.s, pid, c.ch.hash, c.ch.depth, 0) < 0) {
 		count(c.cnt, TB_C_OFFCPU_SKIPPED);	/* ring buffer full */
 		return;
 	}

@@ -65,6 +65,9 @@ enum tb_feature {
 	 * 0 runs the copy at ((_PyCodeArray *)code->co_tlbc)->entries[index],
 	 * not co_code_adaptive; its instruction index counts from there */
 	TB_F_TLBC = 1 << 6,
+	/* ts_exc holds the exception's type (3.11 curexc_type), not an
+	 * exception object whose ob_type is the type */
+	TB_F_EXC_TYPE = 1 << 7,
 };
 
 /*
@@ -114,7 +117,18 @@ struct tb_offsets {
 	__u8 co_fs_add;		/* frame size in words = co_fs_a + co_fs_b + this */
 	__u16 fr_tlbc;		/* _PyInterpreterFrame -> tlbc_index (TB_F_TLBC) */
 	__u16 co_tlbc;		/* PyCodeObject -> co_tlbc (TB_F_TLBC) */
-	__u8 pad[2];
+	/*
+	 * --mode exception: PyThreadState -> exc_info, the top of the stack
+	 * of _PyErr_StackItem (each running generator or coroutine pushes
+	 * one), whose exc_value is the exception being handled (NULL or None
+	 * if none) and previous_item the next one down; PyTypeObject ->
+	 * tp_flags. TB_NO_OFFSET in ts_exc_info where not verified.
+	 */
+	__u16 ts_exc_info;
+	__u16 si_exc_value;
+	__u16 si_previous;
+	__u16 tp_flags;
+	__u8 pad2[2];
 };
 
 /* Per-process addresses (user/target.c): where this process's objects are. */
@@ -186,6 +200,7 @@ enum tb_mode {
 	TB_MODE_CPU = 0,	/* on-CPU samples from the perf event */
 	TB_MODE_WALL = 1,	/* plus off-CPU time, credited at switch-in */
 	TB_MODE_GIL = 2,	/* only samples taken while the thread holds the GIL */
+	TB_MODE_EXC = 3,	/* only samples taken while the thread has an exception in flight */
 };
 
 /* Per-sample facts. */
@@ -275,10 +290,13 @@ struct tb_stack {
 	__u32 pid;		/* the process whose sample sent it: its code objects
 				 * are read now, while they are surely alive */
 	__u32 pad;
+	/* --mode exception: the type object of the exception in flight
+	 * (part of the stack id), 0 otherwise */
+	__u64 exc_type;
 	struct tb_frame frames[TB_MAX_DEPTH]; /* leaf first */
 };
 
-#define TB_STACK_HDR_SIZE	24
+#define TB_STACK_HDR_SIZE	32
 
 /*
  * Wall mode: where a thread was when it left the CPU, in the `offcpu` map
@@ -388,7 +406,8 @@ enum tb_counter {
 	TB_C_TRUNCATED,		/* written truncated: deeper than TB_MAX_DEPTH */
 	TB_C_TSTATE_MISS,	/* tid cache misses (thread list walks) */
 	TB_C_BPF_NS,		/* ns in the program for profiled events (estimate) */
-	TB_C_FILTERED,		/* dropped: --mode gil and the thread lacked the GIL */
+	TB_C_FILTERED,		/* dropped: --mode gil and the thread lacked the GIL,
+				 * or --mode exception and it had no exception in flight */
 	TB_C_OFFCPU_WALKS,	/* stacks captured at switch-out (wall mode) */
 	TB_C_OFFCPU_SKIPPED,	/* switch-outs with no Python stack to capture */
 	TB_C_OFFCPU_WEIGHT,	/* sample periods credited to off-CPU time */
@@ -412,14 +431,16 @@ enum tb_counter {
 #define TB_ABI_OFF(type, field, off) \
 	_Static_assert(__builtin_offsetof(type, field) == (off), #type "." #field " is ABI")
 
-TB_ABI_SIZE(struct tb_offsets, 80);
+TB_ABI_SIZE(struct tb_offsets, 88);
 TB_ABI_OFF(struct tb_offsets, fr_tlbc, 74);
 TB_ABI_OFF(struct tb_offsets, co_tlbc, 76);
+TB_ABI_OFF(struct tb_offsets, ts_exc_info, 78);
+TB_ABI_OFF(struct tb_offsets, tp_flags, 84);
 TB_ABI_SIZE(struct tb_addrs, 72);
 TB_ABI_SIZE(struct tb_reg, 8);
-TB_ABI_SIZE(struct tb_walk, 160);
-TB_ABI_OFF(struct tb_walk, addr, 80);
-TB_ABI_OFF(struct tb_walk, reg, 152);
+TB_ABI_SIZE(struct tb_walk, 168);
+TB_ABI_OFF(struct tb_walk, addr, 88);
+TB_ABI_OFF(struct tb_walk, reg, 160);
 TB_ABI_SIZE(struct tb_frame, 16);
 TB_ABI_OFF(struct tb_frame, instr, 8);
 TB_ABI_OFF(struct tb_frame, fp, 12);
@@ -443,6 +464,7 @@ TB_ABI_OFF(struct tb_proc, comm, 28);
 TB_ABI_OFF(struct tb_stack, depth, 4);
 TB_ABI_OFF(struct tb_stack, stack_id, 8);
 TB_ABI_OFF(struct tb_stack, pid, 16);
+TB_ABI_OFF(struct tb_stack, exc_type, 24);
 TB_ABI_OFF(struct tb_stack, frames, TB_STACK_HDR_SIZE);
 TB_ABI_SIZE(struct tb_stack, TB_STACK_HDR_SIZE + TB_MAX_DEPTH * 16);
 TB_ABI_SIZE(struct tb_offcpu, 40);

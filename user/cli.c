@@ -99,7 +99,11 @@ static const char usage_text[] =
 "      --no-fallback        ... or is an error, with this option\n"
 "  -m, --mode MODE          cpu (default): on-CPU samples; wall: off-CPU time\n"
 "                           too, credited to where the thread blocked; gil:\n"
-"                           only samples taken while the thread holds the GIL\n"
+"                           only samples taken while the thread holds the GIL;\n"
+"                           exception: only on-CPU samples taken while the\n"
+"                           thread has an exception in flight (raised,\n"
+"                           propagating or handled in an except block), under\n"
+"                           a leaf frame naming its type: '<ValueError>'\n"
 "  -i, --idle               --mode wall (py-spy's name)\n"
 "  -g, --gil                --mode gil (py-spy's name)\n"
 "  -t, --threads            a root frame per thread: 'thread TID NAME'\n"
@@ -177,7 +181,7 @@ static const char top_usage[] =
 "  -s, --subprocesses       with -p: their descendants too\n"
 "  -F, --frequency HZ       samples per second per CPU (default 99)\n"
 "  -d, --duration SECONDS   quit after this long\n"
-"  -m, --mode MODE          cpu (default), wall or gil, as without top\n"
+"  -m, --mode MODE          cpu (default), wall, gil or exception, as without top\n"
 "  -c, -e, --per-cpu, --no-fallback, --unsafe-rate, --threads, --gc, --kernel, --pids,\n"
 "  --full-filenames, --function, --nolineno, --async-aware, --force-version, --stats FILE,\n"
 "  --summary, --btf FILE, -v: as without top\n"
@@ -398,24 +402,27 @@ static int parse_event(const char *arg, struct options *o)
 
 static const char *const mode_names[] = {
 	[TB_MODE_CPU] = "cpu", [TB_MODE_WALL] = "wall", [TB_MODE_GIL] = "gil",
+	[TB_MODE_EXC] = "exception",
 };
+
+#define NMODES	((int)(sizeof(mode_names) / sizeof(mode_names[0])))
 
 const char *cli_mode_name(int mode)
 {
-	return mode >= 0 && mode < 3 ? mode_names[mode] : "cpu";
+	return mode >= 0 && mode < NMODES ? mode_names[mode] : "cpu";
 }
 
 static int parse_mode(const char *arg, struct options *o)
 {
 	int i;
 
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < NMODES; i++) {
 		if (!strcmp(arg, mode_names[i])) {
 			o->mode = i;
 			return 0;
 		}
 	}
-	tb_error("--mode %s: unknown mode (choose cpu, wall or gil)", arg);
+	tb_error("--mode %s: unknown mode (choose cpu, wall, gil or exception)", arg);
 	return -1;
 }
 
@@ -988,6 +995,10 @@ int cli_parse(int argc, char **argv, struct options *o)
 	}
 	if (check_rest(argc, argv, o) || check_combination(o, seen))
 		return TB_EXIT_USAGE;
+	/* Targets whose exceptions cannot be found are refused, not profiled
+	 * with every sample dropped. */
+	if (o->mode == TB_MODE_EXC)
+		o->layout_flags |= LAYOUT_EXCEPTIONS;
 	if (!o->writer && o->output && writer_from_path(o))
 		return TB_EXIT_USAGE;
 	if (!o->writer)

@@ -14,6 +14,7 @@
 #include "util.h"
 #include "dump.h"
 #include "errors.h"
+#include "exctypes.h"
 #include "hmap.h"
 #include "asyncio.h"
 #include "ingest.h"
@@ -61,6 +62,7 @@ struct ingest {
 	struct pend_sample *pend;	/* samples waiting for their stack */
 	size_t npend, pend_cap;
 	struct kstack_namer kstacks;	/* --kernel frame names */
+	struct exc_types exc;		/* --mode exception's type names */
 	struct ingest_counts cnt;
 	/* --timeline */
 	struct tl_entry *tl;		/* every sample in arrival order */
@@ -72,6 +74,7 @@ struct ingest {
 
 static const char *thread_name(void *ctx, uint32_t target, uint32_t tid);
 static int kernel_frames(void *ctx, int32_t kstack, const char **names, int max);
+static const char *exc_name(void *ctx, uint32_t target, uint64_t type);
 static void new_stack(struct ingest *in, const struct tb_stack *rec);
 static void add_sample(struct ingest *in, uint32_t pid, uint32_t tid, uint64_t stack_id,
 		       uint32_t flags, int32_t kstack, uint64_t weight,
@@ -91,7 +94,8 @@ struct ingest *ingest_new(const struct options *o, struct sampler *sampler, stru
 	    pythreads_cache_init(&in->pynames) || resolved_init(&in->frozen) ||
 	    hmap_init(&in->limbo, sizeof(uint64_t)) ||
 	    hmap_init(&in->rows, sizeof(struct agg_key)) ||
-	    hmap_init(&in->tl_names, sizeof(struct thread_key))) {
+	    hmap_init(&in->tl_names, sizeof(struct thread_key)) ||
+	    exc_types_init(&in->exc)) {
 		ingest_free(in);
 		errno = ENOMEM;
 		return NULL;
@@ -120,6 +124,7 @@ void ingest_free(struct ingest *in)
 	symbols_free(&in->sym);
 	profile_free(&in->prof);
 	ksyms_free(&in->kstacks.ksyms);
+	exc_types_free(&in->exc);
 	free(in->pend);
 	free(in);
 }
@@ -207,8 +212,8 @@ static void resolve_opts_of(struct ingest *in, struct resolve_opts *ro)
 		/* --pids asks for the pid in a root frame: it needs the frame. */
 		.proc_root = in->opt->all_python || in->opt->subprocesses || in->opt->show_pids,
 		.show_pids = in->opt->show_pids,
-		.thread_name = thread_name, .kernel_frames = kernel_frames, .ctx = in,
-		.row = in->opt->timeline ? on_row : NULL,
+		.thread_name = thread_name, .kernel_frames = kernel_frames, .exc_name = exc_name,
+		.ctx = in, .row = in->opt->timeline ? on_row : NULL,
 	};
 }
 
@@ -364,6 +369,7 @@ void ingest_freeze(struct ingest *in, struct target *t)
 {
 	fold_target(in, t, 1);
 	symbols_forget(&in->sym, t->id);
+	exc_types_forget(&in->exc, t->id);
 	targets_drop(in->ts, t);
 }
 
@@ -589,8 +595,11 @@ static void new_stack(struct ingest *in, const struct tb_stack *rec)
 {
 	struct target *t = targets_by_pid(in->ts, rec->pid);
 
-	if (t)
-		symbols_resolve(&in->sym, t, rec->frames, rec->depth);
+	if (!t)
+		return;
+	symbols_resolve(&in->sym, t, rec->frames, rec->depth);
+	if (rec->exc_type && exc_types_learn(&in->exc, t, rec->exc_type))
+		tb_warn("out of memory: an exception type stays unnamed");
 }
 
 /*
@@ -667,6 +676,13 @@ static int kernel_frames(void *ctx, int32_t kstack, const char **names, int max)
 	n = sampler_kstack(in->sampler, kstack, ips, max < TB_KSTACK_DEPTH ? max : TB_KSTACK_DEPTH);
 	in->kstacks.tick = in->opt->event->tick;
 	return kstack_names(&in->kstacks, ips, n, names);
+}
+
+static const char *exc_name(void *ctx, uint32_t target, uint64_t type)
+{
+	struct ingest *in = ctx;
+
+	return exc_types_name(&in->exc, target, type);
 }
 
 void ingest_record(struct ingest *in, const void *data, size_t size)

@@ -132,6 +132,13 @@ struct ver_extra {
 	uint32_t interp_min, interp_max;
 	uint8_t free_threaded;	/* the row of the Py_GIL_DISABLED build */
 	uint8_t state_shift;	/* struct pystr_layout's */
+	/*
+	 * PyThreadState -> exc_info (no version exports it), checked with gdb
+	 * on the DWARF of 3.13.0 (pyenv), 3.13.18, 3.14.10 and 3.15.2 (Debian
+	 * sid's debug info) and in live processes (an except block's exception
+	 * is exc_info->exc_value; a generator's item comes first, NULL).
+	 */
+	uint16_t ts_exc_info;
 };
 
 static const struct ver_extra extras[] = {
@@ -145,11 +152,13 @@ static const struct ver_extra extras[] = {
 	 * state at 194624 and after; releases in between, which only added to
 	 * it, lie in this range. A larger one reads every code object.
 	 */
-	{ 13, 92, ~0ULL, 3, TB_NO_OWNER, 3, 16, 112, 17000, 194968, 194984, 0, 0 },
-	/* owner 3 = INTERPRETER, 4 = CSTACK; f_executable is a tagged _PyStackRef */
-	{ 14, 92, ~3ULL, 3, TB_NO_OWNER, 4, 16, NO, NO, 0, 0, 0, 0 },
-	/* owner 3 = INTERPRETER, 4 = THREAD_STATE: the sentinel at the bottom */
-	{ 15, 92, ~3ULL, 3, 4, 4, 16, NO, NO, 0, 0, 0, 0 },
+	{ 13, 92, ~0ULL, 3, TB_NO_OWNER, 3, 16, 112, 17000, 194968, 194984, 0, 0, 120 },
+	/* owner 3 = INTERPRETER, 4 = CSTACK; f_executable is a tagged _PyStackRef;
+	 * current_exception (not exported) at 112 as in 3.13 (gdb, 3.14.10) */
+	{ 14, 92, ~3ULL, 3, TB_NO_OWNER, 4, 16, 112, NO, 0, 0, 0, 0, 120 },
+	/* owner 3 = INTERPRETER, 4 = THREAD_STATE: the sentinel at the bottom;
+	 * current_exception exported (136) */
+	{ 15, 92, ~3ULL, 3, 4, 4, 16, NO, NO, 0, 0, 0, 0, 144 },
 	/*
 	 * Free-threaded builds, from CPython's headers at 3.13.18 and 3.14.10
 	 * compiled with Py_GIL_DISABLED (scripts/ft-offsets.sh; no such build
@@ -161,9 +170,10 @@ static const struct ver_extra extras[] = {
 	 * (func_state.next_version) is not trusted: no release was checked.
 	 * 3.14t: f_executable's _PyStackRef has one tag bit (Py_TAG_BITS 1),
 	 * and a str's full-byte `interned` puts kind at bits 8-10 (shift 6).
+	 * exc_info was not checked on a free-threaded build: no --mode exception.
 	 */
-	{ 13, 108, ~0ULL, 3, TB_NO_OWNER, 3, 16, 112, NO, 0, 0, 1, 0 },
-	{ 14, 108, ~1ULL, 3, TB_NO_OWNER, 4, 16, NO, NO, 0, 0, 1, 6 },
+	{ 13, 108, ~0ULL, 3, TB_NO_OWNER, 3, 16, 112, NO, 0, 0, 1, 0, NO },
+	{ 14, 108, ~1ULL, 3, TB_NO_OWNER, 4, 16, NO, NO, 0, 0, 1, 6, NO },
 };
 
 /*
@@ -296,10 +306,14 @@ static const struct py_layout builtin[] = {
 			.co_fp = 128, .co_fp2 = 136,
 			.owner_skip = 0xff, .owner_stop = TB_NO_OWNER, .owner_max = 2,
 			.fr_entry = 68,	/* no shims: is_entry marks the bottom */
-			.features = TB_F_CFRAME | TB_F_LATE_LINK | TB_F_ENTRY_FLAG,
 			/* frame words: co_nlocalsplus + co_stacksize + 9 specials */
 			.co_fs_a = 76, .co_fs_b = 68, .co_fs_add = 9,
 			.ts_exc = 96,		/* curexc_type */
+			/* exc_info; curexc_type holds the type (gdb on DWARF, live:
+			 * pyenv 3.11.7 and Debian's 3.11.2 alike) */
+			.ts_exc_info = 120, .si_exc_value = 0, .si_previous = 8,
+			.tp_flags = 168,
+			.features = TB_F_CFRAME | TB_F_LATE_LINK | TB_F_ENTRY_FLAG | TB_F_EXC_TYPE,
 			.gil_holder = 8, .gil_locked = 16,
 		},
 		.gil_in_runtime = 360, .gil_ptr_in_interp = NO,	/* _PyRuntime.ceval.gil */
@@ -326,6 +340,8 @@ static const struct py_layout builtin[] = {
 			.features = TB_F_CFRAME | TB_F_LATE_LINK | TB_F_BOTTOM_SHIM,
 			.co_fs_a = 76, .co_fs_b = NO, .co_fs_add = 0,	/* co_framesize */
 			.ts_exc = 96,		/* current_exception */
+			.ts_exc_info = 104, .si_exc_value = 0, .si_previous = 8,
+			.tp_flags = 168,
 			.gil_holder = 8, .gil_locked = 16,
 		},
 		.gil_in_runtime = NO, .gil_ptr_in_interp = 384,	/* interp->ceval.gil */
@@ -379,6 +395,20 @@ static int version_row(uint32_t version, unsigned flags, int free_threaded,
 		    extras[i].free_threaded == !!free_threaded)
 			r->extra = &extras[i];
 	return r->builtin || (r->pos && r->extra) ? LAYOUT_OK : LAYOUT_UNSUPPORTED;
+}
+
+/*
+ * Where the exception in flight lives was checked in releases of the
+ * version's own minor: a pre-release, or a newer version given the
+ * nearest row (--force-version), has no --mode exception.
+ */
+static void exc_keep_verified(struct py_layout *l, const struct ver_row *r)
+{
+	unsigned minor = PY_MINOR(l->version);
+	unsigned row = r->pos ? r->pos->minor : r->builtin ? PY_MINOR(r->builtin->version) : 0;
+
+	if (PY_LEVEL(l->version) != PY_FINAL || row != minor)
+		l->walk.off.ts_exc_info = NO;
 }
 
 static uint16_t max16(uint16_t a, uint16_t b)
@@ -551,6 +581,29 @@ static void obj_from_debug(const uint8_t *b, const struct dbg_pos *p,
 		o->managed = PYOBJ_NONE;
 }
 
+/* _PyErr_StackItem: exc_value, then previous_item, in 3.11 to 3.15 (DWARF). */
+#define SI_EXC_VALUE	0
+#define SI_PREVIOUS	8
+
+/*
+ * --mode exception's offsets from the version's facts: only where the
+ * exception being raised is known too, exc_info lies inside the thread
+ * state and type objects are described (tp_flags).
+ */
+static void exc_offsets(const struct ver_extra *x, uint64_t ts_size, struct py_layout *l)
+{
+	struct tb_offsets *w = &l->walk.off;
+
+	w->ts_exc_info = NO;
+	w->si_exc_value = SI_EXC_VALUE;
+	w->si_previous = SI_PREVIOUS;
+	w->tp_flags = l->obj.tp_flags;
+	if (x->ts_exc_info == NO || w->ts_exc == NO || (uint64_t)x->ts_exc_info + 8 > ts_size ||
+	    l->obj.managed == PYOBJ_NONE || !w->tp_flags)
+		return;
+	w->ts_exc_info = x->ts_exc_info;
+}
+
 static int parse_debug(const uint8_t *b, const struct ver_row *r, struct py_layout *l)
 {
 	const struct dbg_pos *p = r->pos;
@@ -599,6 +652,7 @@ static int parse_debug(const uint8_t *b, const struct ver_row *r, struct py_layo
 	bad |= gil_gc(b, p, is, x, l);
 	bad |= tlbc_from_debug(b, p, fr, co, w);
 	obj_from_debug(b, p, r->obj, &l->obj);
+	exc_offsets(x, ts, l);
 	if (bad || co > LAYOUT_CODE_MAX || (uint64_t)x->co_version + 4 > co)
 		return LAYOUT_INCONSISTENT;
 
@@ -653,6 +707,7 @@ int layout_from_debug_offsets(const void *buf, size_t len, unsigned flags,
 	out->version = version;
 	async_of(r.pos->minor, &out->async);
 	out->async.bpf.coro_code = out->async.gen_iframe + out->walk.off.fr_code;
+	exc_keep_verified(out, &r);
 	return err;
 }
 
@@ -672,6 +727,37 @@ const char *layout_supported(void)
 	static char buf[32];
 
 	snprintf(buf, sizeof(buf), "3.%u to 3.%u", oldest_minor(), newest_minor());
+	return buf;
+}
+
+/* 1 if the tables say where minor's exceptions are (struct ver_extra, or
+ * a built-in row's walk offsets). */
+static int exc_known(unsigned minor)
+{
+	size_t i;
+
+	for (i = 0; i < NELEM(builtin); i++)
+		if (PY_MINOR(builtin[i].version) == minor)
+			return builtin[i].walk.off.ts_exc_info != NO;
+	for (i = 0; i < NELEM(extras); i++)
+		if (extras[i].minor == minor)
+			return extras[i].ts_exc_info != NO;
+	return 0;
+}
+
+const char *layout_exc_supported(void)
+{
+	static char buf[32];
+	unsigned lo = 0, hi = 0, m;
+
+	for (m = oldest_minor(); m <= newest_minor(); m++) {
+		if (!exc_known(m))
+			continue;
+		if (!lo)
+			lo = m;
+		hi = m;
+	}
+	snprintf(buf, sizeof(buf), "3.%u to 3.%u", lo, hi);
 	return buf;
 }
 
@@ -726,7 +812,10 @@ void layout_explain(const struct py_layout *l, int err, char *buf, size_t len)
 {
 	const char *name = l->name;
 
-	if (err == LAYOUT_PRERELEASE)
+	if (err == LAYOUT_NO_EXCEPTIONS)
+		snprintf(buf, len, "Python %s: --mode exception knows where the exception in flight is only in CPython %s releases (profile this one in another mode)",
+			 name, layout_exc_supported());
+	else if (err == LAYOUT_PRERELEASE)
 		snprintf(buf, len, "Python %s is a pre-release, whose layout changes between builds (use --force-version to try the nearest known layout)",
 			 name);
 	else if (err == LAYOUT_FREE_THREADED)
@@ -761,6 +850,7 @@ int layout_from_version(uint32_t version, unsigned flags, struct py_layout *out)
 	out->version = version;
 	if (r.obj)
 		out->obj = *r.obj;
+	exc_keep_verified(out, &r);
 	return finish(out);
 }
 
@@ -783,6 +873,8 @@ const char *layout_strerror(int err)
 		return "pre-release layouts change between builds";
 	case LAYOUT_NO_VERSION:
 		return "nothing tells the interpreter's version";
+	case LAYOUT_NO_EXCEPTIONS:
+		return "where the exception in flight is was not checked for this version";
 	}
 	return "unknown layout error";
 }
@@ -882,6 +974,14 @@ void layout_version_from_symbols(uint32_t found, char *buf, size_t len)
 	}
 }
 
+/* LAYOUT_EXCEPTIONS asked for what this layout does not know: refused. */
+static int need_exceptions(const struct py_layout *l, unsigned flags, int err)
+{
+	if (!err && (flags & LAYOUT_EXCEPTIONS) && l->walk.off.ts_exc_info == NO)
+		return LAYOUT_NO_EXCEPTIONS;
+	return err;
+}
+
 /* Without debug offsets: Py_Version (3.11+), else the file's name. */
 static int resolve_by_number(const struct layout_facts *f, unsigned flags,
 			     struct py_layout *out)
@@ -900,7 +1000,7 @@ static int resolve_by_number(const struct layout_facts *f, unsigned flags,
 	}
 	err = layout_from_version(version, flags, out);
 	memcpy(out->name, name, sizeof(out->name));
-	return err;
+	return need_exceptions(out, flags, err);
 }
 
 int layout_resolve(const struct layout_facts *f, unsigned flags, struct py_layout *out)
@@ -916,7 +1016,7 @@ int layout_resolve(const struct layout_facts *f, unsigned flags, struct py_layou
 	py_version_str(version, out->name, sizeof(out->name));
 	if (layout_debug_free_threaded(f->runtime, f->runtime_len))
 		strncat(out->name, "t", sizeof(out->name) - strlen(out->name) - 1);
-	return err;
+	return need_exceptions(out, flags, err);
 }
 
 /*

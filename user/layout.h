@@ -117,10 +117,14 @@ enum layout_err {
 	LAYOUT_INCONSISTENT = -EINVAL,		/* offsets outside their structs */
 	LAYOUT_PRERELEASE = -EAGAIN,		/* alpha/beta/rc: layouts drift */
 	LAYOUT_NO_VERSION = -ENOENT,		/* nothing in the process tells its version */
+	LAYOUT_NO_EXCEPTIONS = -ENOMSG,		/* LAYOUT_EXCEPTIONS: not known here */
 };
 
 /* Accept a pre-release or unknown micro version with the nearest layout. */
 #define LAYOUT_FORCE	1u
+/* --mode exception: refuse a layout that does not say where the exception
+ * in flight is (walk.off.ts_exc_info), for want of a checked release. */
+#define LAYOUT_EXCEPTIONS	2u
 
 /* Largest code object header we read (the symbolizer's buffer is larger). */
 #define LAYOUT_CODE_MAX 1024
@@ -224,6 +228,8 @@ int layout_no_gil(const struct py_layout *l);
 const char *layout_strerror(int err);
 /* "3.11 to 3.15": the versions the tables cover, derived from them. */
 const char *layout_supported(void);
+/* The same for --mode exception's offsets. */
+const char *layout_exc_supported(void);
 /* 1 if the version of a resolved (or refused) layout is older than any the
  * tables cover. */
 int layout_too_old(const struct py_layout *l);

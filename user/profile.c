@@ -88,6 +88,7 @@ int profile_add_stack(struct profile *p, const struct tb_stack *rec, size_t size
 	sf->depth = depth;
 	sf->refs = 0;
 	sf->tasks = tasks;
+	sf->exc_type = rec->exc_type;
 	memcpy(sf->frames, rec->frames, bytes);
 	*slot = sf;
 	return 1;
@@ -182,14 +183,35 @@ static int prefix_frames(struct resolved *r, struct rsample *s, const struct agg
 	return 0;
 }
 
-/* Frames below the Python leaf: <GC>, then the kernel stack, outermost first. */
+/* --mode exception: "<ValueError>", the type in flight, as the leaf marker. */
+static int exc_frame(struct resolved *r, struct rsample *s, const struct agg_key *k,
+		     const struct stack_frames *sf, const struct resolve_opts *o)
+{
+	const char *type;
+	char name[96];
+
+	if (!sf->exc_type)
+		return 0;
+	type = o->exc_name ? o->exc_name(o->ctx, k->target, sf->exc_type) : NULL;
+	if (type)
+		snprintf(name, sizeof(name), "<%s>", type);
+	else
+		snprintf(name, sizeof(name), "<exception 0x%llx>", (unsigned long long)sf->exc_type);
+	s->frames[s->depth] = resolved_intern(r, name, "", 0, 0);
+	return s->frames[s->depth++] ? 0 : -ENOMEM;
+}
+
+/* Frames below the Python leaf: the exception, <GC>, then the kernel stack,
+ * outermost first. */
 static int suffix_frames(struct resolved *r, struct rsample *s, const struct agg_key *k,
-			 const struct resolve_opts *o)
+			 const struct stack_frames *sf, const struct resolve_opts *o)
 {
 	const char *kf[MAX_KFRAMES];
 	char name[256];
 	int n = 0;
 
+	if (exc_frame(r, s, k, sf, o))
+		return -ENOMEM;
 	if (o->gc_frames && (k->flags & TB_SF_GC) &&
 	    !(s->frames[s->depth++] = resolved_intern(r, "<GC>", "", 0, 0)))
 		return -ENOMEM;
@@ -279,7 +301,7 @@ static int resolve_one(struct resolved *r, const struct agg_key *k, uint64_t cou
 		return -ENOMEM;
 	tn = o->thread_name ? o->thread_name(o->ctx, k->target, k->tid) : NULL;
 	s->tname = tn ? strdup(tn) : NULL;
-	s->frames = calloc(sf->depth + 4 + MAX_KFRAMES + task_frames_max(tc),
+	s->frames = calloc(sf->depth + 5 + MAX_KFRAMES + task_frames_max(tc),
 			   sizeof(*s->frames));
 	if (!s->frames || (tn && !s->tname) || prefix_frames(r, s, k, o, t)) {
 		free(s->frames);
@@ -291,7 +313,7 @@ static int resolve_one(struct resolved *r, const struct agg_key *k, uint64_t cou
 	while (i-- > 0)
 		if (python_frame(r, s, &sf->frames[i], !i, t, sym, o))
 			return -ENOMEM;
-	if (suffix_frames(r, s, k, o))
+	if (suffix_frames(r, s, k, sf, o))
 		return -ENOMEM;
 	s->proc = t->id;
 	s->tid = k->tid;

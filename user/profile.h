@@ -23,6 +23,7 @@ struct stack_frames {
 	uint32_t depth;
 	uint32_t refs;		/* aggregation keys that use it */
 	struct task_chain *tasks;	/* --async-aware: the tasks it ran in, or NULL */
+	uint64_t exc_type;	/* --mode exception: the exception's type object, or 0 */
 	struct tb_frame frames[];	/* leaf first */
 };
 
@@ -56,6 +57,8 @@ struct resolve_opts {
 	int (*kernel_frames)(void *ctx, int32_t kstack, const char **names, int max);
 	/* Optional (--timeline): the row of r a key was resolved into. */
 	void (*row)(void *ctx, const struct agg_key *k, size_t row);
+	/* --mode exception: the name of a target's exception type, or NULL. */
+	const char *(*exc_name)(void *ctx, uint32_t target, uint64_t type);
 	void *ctx;
 };
 

@@ -110,6 +110,9 @@ void stats_explain_empty(const struct session_view *s)
 	else if (!s->st.processes)
 		tb_error("--all-python: no CPython %s process ran in %.1f s: nothing profiled (run tachyon-bpf while the program runs)",
 			 layout_supported(), s->st.seconds);
+	else if (o->mode == TB_MODE_EXC && s->st.bpf[TB_C_FILTERED])
+		tb_error("no samples: of %" PRIu64 " taken in %.1f s, none had an exception in flight (raised, propagating or handled) (profile it while it handles one, or use -m cpu)",
+			 sum.collected, s->st.seconds);
 	else if (sum.collected)
 		tb_error("no samples: all %" PRIu64 " taken were lost or dropped (run with -v to see why)",
 			 sum.collected);
@@ -144,10 +147,14 @@ void stats_print(const struct session_view *s, uint64_t written)
 		tb_info("off-CPU: %" PRIu64 " periods credited at switch-in, %" PRIu64 " at the end, from %" PRIu64 " switch-outs and %" PRIu64 " threads blocked when found",
 			c[TB_C_OFFCPU_WEIGHT], st->in.offcpu_final, c[TB_C_OFFCPU_WALKS],
 			st->in.offcpu_seeded);
+	if (s->opt->mode == TB_MODE_EXC)
+		tb_info("exception mode: %" PRIu64 " samples taken, %" PRIu64 " kept (an exception in flight), %" PRIu64 " without one",
+			sum.collected, sum.written, c[TB_C_FILTERED]);
 	tb_info("written %" PRIu64 ", lost %" PRIu64 " (ring buffer full), dropped %" PRIu64
-		" (no thread state %" PRIu64 ", no Python frame %" PRIu64 ", GIL not held %" PRIu64
+		" (no thread state %" PRIu64 ", no Python frame %" PRIu64 ", %s %" PRIu64
 		", missing stack %" PRIu64 ", unknown pid %" PRIu64 ")",
 		sum.written, sum.lost, sum.dropped, c[TB_C_NO_TSTATE], c[TB_C_NO_FRAMES],
+		s->opt->mode == TB_MODE_EXC ? "no exception" : "GIL not held",
 		c[TB_C_FILTERED], st->in.missing_stack, st->in.unknown_pid);
 	tb_info("partial stacks %" PRIu64 ", truncated %" PRIu64 ", frames skipped (not code) %" PRIu64
 		", unreadable code objects %" PRIu64 " in BPF / %" PRIu64 " in userspace"

@@ -268,7 +268,6 @@ static const char *targets_text(const struct session *s, char *buf, size_t len)
 static void draw_header(struct top *t)
 {
 	const struct options *o = t->opt;
-	static const char *const modes[] = { "cpu", "wall", "gil" };
 	char who[160], rate[32];
 
 	line(0, A_BOLD, "tachyon-bpf top - %s", targets_text(t->s, who, sizeof(who)));
@@ -277,7 +276,7 @@ static void draw_header(struct top *t)
 	else
 		line(1, A_NORMAL, "Samples: %" PRIu64 " in the last %.1f s, %" PRIu64
 		     " in all; %s mode, %s, %s", t->wtotal, t->wsecs, t->total,
-		     modes[o->mode % 3], o->event->name, cli_rate_text(o, rate, sizeof(rate)));
+		     cli_mode_name(o->mode), o->event->name, cli_rate_text(o, rate, sizeof(rate)));
 	line(2, A_NORMAL, "Sort: %s   keys: s t 1-4 sort, p pause, q quit%s",
 	     sort_names[t->sort], t->paused ? "   [PAUSED]" : "");
 	line(3, A_NORMAL, "%s", "");

@@ -40,6 +40,10 @@ static void check_walk(const struct tb_offsets *w)
 		   "ts_exc %u outside ts_read %u", w->ts_exc, w->ts_read);
 	FUZZ_CHECK(!(w->features & TB_F_TLBC) || inside(w->fr_tlbc, 4, w->fr_read),
 		   "fr_tlbc %u outside fr_read %u", w->fr_tlbc, w->fr_read);
+	/* --mode exception reads exc_info only with the raised one and tp_flags. */
+	FUZZ_CHECK(w->ts_exc_info == TB_NO_OFFSET || (w->ts_exc != TB_NO_OFFSET && w->tp_flags),
+		   "exc_info %u without ts_exc %u or tp_flags %u", w->ts_exc_info, w->ts_exc,
+		   w->tp_flags);
 	FUZZ_CHECK(inside(w->fr_previous, 8, w->fr_read) &&
 		   inside(w->fr_code, 8, w->fr_read) &&
 		   inside(w->fr_instr, 8, w->fr_read) &&

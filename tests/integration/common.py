@@ -593,9 +593,12 @@ PROCESS_ROOTS = [False]     # set by tests whose profile has process root frames
 _UNKNOWN_RE = re.compile(r"^<unknown 0x[0-9a-f]+>$")
 MARKERS = ("[truncated]", "[partial]")
 # Frames the options add: kernel functions (--kernel), the GC leaf (--gc),
-# thread roots (--threads). Process roots (--all-python, --subprocesses) are
-# any name at position 0 and are accepted when the caller says so.
-_EXTRA_RE = re.compile(r"^(.+ \[k\]|<GC>|thread \d+( .*)?)$")
+# thread roots (--threads), the exception type leaf (--mode exception:
+# <ValueError>, or <exception 0x..> if its name was unreadable). Process
+# roots (--all-python, --subprocesses) are any name at position 0 and are
+# accepted when the caller says so.
+_EXTRA_RE = re.compile(r"^(.+ \[k\]|<GC>|thread \d+( .*)?|<[A-Za-z_][A-Za-z0-9_.]*>|"
+                       r"<exception 0x[0-9a-f]+>)$")
 
 
 class Stack:

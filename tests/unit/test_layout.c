@@ -491,6 +491,62 @@ static void test_refusal(void **state)
 	assert_int_equal(layout_from_version(0x030a0df0, LAYOUT_FORCE, &l), LAYOUT_UNSUPPORTED);
 }
 
+/*
+ * --mode exception: where each version keeps the exception being raised and
+ * the exc_info pointer (gdb on DWARF, and live processes); refused where the
+ * place was not checked: a forced newer version or a pre-release.
+ */
+static void expect_exc(const struct py_layout *l, uint16_t raised, uint16_t info, int is_type)
+{
+	assert_int_equal(l->walk.off.ts_exc, raised);
+	assert_int_equal(l->walk.off.ts_exc_info, info);
+	assert_int_equal(l->walk.off.si_exc_value, 0);
+	assert_int_equal(l->walk.off.si_previous, 8);
+	assert_int_equal(l->walk.off.tp_flags, 168);
+	assert_int_equal(!!(l->walk.off.features & TB_F_EXC_TYPE), is_type);
+	assert_true(l->walk.off.ts_read >= raised + 8);
+}
+
+static void test_exception_offsets(void **state)
+{
+	struct py_layout l;
+	char msg[256];
+
+	(void)state;
+	assert_int_equal(resolve_num(0x030b07f0, "", &l), LAYOUT_OK);
+	expect_exc(&l, 96, 120, 1);		/* curexc_type: a type */
+	assert_int_equal(resolve_num(0x030c01f0, "", &l), LAYOUT_OK);
+	expect_exc(&l, 96, 104, 0);
+	load_313();
+	assert_int_equal(resolve_buf(584, LAYOUT_EXCEPTIONS, &l), LAYOUT_OK);
+	expect_exc(&l, 112, 120, 0);
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf, debug_offsets_314, sizeof(debug_offsets_314));
+	assert_int_equal(resolve_buf(sizeof(debug_offsets_314), LAYOUT_EXCEPTIONS, &l), LAYOUT_OK);
+	expect_exc(&l, 112, 120, 0);
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf, debug_offsets_315, sizeof(debug_offsets_315));
+	assert_int_equal(resolve_buf(sizeof(debug_offsets_315), LAYOUT_EXCEPTIONS, &l), LAYOUT_OK);
+	expect_exc(&l, 136, 144, 0);		/* current_exception exported */
+	/* 3.16 with 3.15's rows: profiled in the other modes, not this one. */
+	put64(8, 0x031000f0);
+	assert_int_equal(resolve_buf(sizeof(debug_offsets_315), LAYOUT_FORCE, &l), LAYOUT_OK);
+	assert_int_equal(l.walk.off.ts_exc_info, TB_NO_OFFSET);
+	assert_int_equal(resolve_buf(sizeof(debug_offsets_315), LAYOUT_FORCE | LAYOUT_EXCEPTIONS,
+				     &l), LAYOUT_NO_EXCEPTIONS);
+	layout_explain(&l, LAYOUT_NO_EXCEPTIONS, msg, sizeof(msg));
+	assert_non_null(strstr(msg, "Python 3.16.0: --mode exception"));
+	assert_non_null(strstr(msg, "3.11 to 3.15"));
+	assert_string_equal(layout_exc_supported(), "3.11 to 3.15");
+	/* A pre-release of a known minor, forced. */
+	load_313();
+	put64(8, 0x030d00b2);
+	assert_int_equal(resolve_buf(584, LAYOUT_FORCE | LAYOUT_EXCEPTIONS, &l),
+			 LAYOUT_NO_EXCEPTIONS);
+	assert_int_equal(layout_from_version(0x030c00b1, LAYOUT_FORCE, &l), LAYOUT_OK);
+	assert_int_equal(l.walk.off.ts_exc_info, TB_NO_OFFSET);
+}
+
 /* What pyelf is asked to find depends on the version a file names. */
 static void test_symbols_wanted(void **state)
 {
@@ -663,6 +719,7 @@ int main(void)
 		cmocka_unit_test(test_objects_313),
 		cmocka_unit_test(test_objects_builtin),
 		cmocka_unit_test(test_objects_314_315),
+		cmocka_unit_test(test_exception_offsets),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
