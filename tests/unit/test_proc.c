@@ -163,9 +163,15 @@ static void assert_code_type(pid_t pid, uint64_t code_type)
 
 	assert_true(code_type != 0);
 	for (i = 0; i < 300; i++) {
+		uint64_t tp_name = 0;
+		struct iovec local = { name, 5 }, remote = { NULL, 5 };
+
+		/* not remote_read(): before relocation tp_name points nowhere,
+		 * and the read fails until ld.so is done */
 		memset(name, 0, sizeof(name));
-		remote_read(pid, remote_u64(pid, code_type + 24), name, 5);
-		if (!strcmp(name, "code"))
+		remote_read(pid, code_type + 24, &tp_name, sizeof(tp_name));
+		remote.iov_base = (void *)(uintptr_t)tp_name;
+		if (process_vm_readv(pid, &local, 1, &remote, 1, 0) == 5 && !strcmp(name, "code"))
 			break;
 		sleep_ms(10);
 	}
