@@ -58,6 +58,16 @@ enum tb_feature {
 	/* the code counter counts deaths and starts at 0 (3.14+), where a
 	 * count of births (3.12, 3.13) that reads 0 ran out */
 	TB_F_CODE_DEATHS = 1 << 4,
+	/* frames are heap PyFrameObjects (3.8 to 3.10): tstate->frame, then
+	 * f_back (fr_previous) to NULL; each is a Python function's frame (no
+	 * owner byte, no shims), fr_instr is the int f_lasti, not a pointer */
+	TB_F_FRAME_OBJECT = 1 << 5,
+	/* TB_F_FRAME_OBJECT: f_lasti counts bytes (3.8, 3.9), not code units */
+	TB_F_LASTI_BYTES = 1 << 6,
+	/* thread states name their thread by pthread_self() (3.8 to 3.10 have
+	 * no native_thread_id): ts_native_tid is thread_id, matched against
+	 * the task's FS base, which is pthread_self() on x86_64 */
+	TB_F_PTHREAD_ID = 1 << 7,
 };
 
 /*
@@ -71,7 +81,7 @@ struct tb_offsets {
 	__u16 interp_next;	/* PyInterpreterState -> next */
 	__u16 interp_threads_head; /* PyInterpreterState -> threads.head */
 	__u16 ts_next;		/* PyThreadState -> next */
-	__u16 ts_native_tid;	/* PyThreadState -> native_thread_id */
+	__u16 ts_native_tid;	/* PyThreadState -> native_thread_id (TB_F_PTHREAD_ID: thread_id) */
 	__u16 ts_interp;	/* PyThreadState -> interp */
 	__u16 ts_frame;		/* PyThreadState -> current frame, or -> cframe */
 	/* PyThreadState -> _status (3.12+), whose TB_TS_ACTIVE bit is set
@@ -84,7 +94,7 @@ struct tb_offsets {
 	__u16 cframe_prev;	/* _PyCFrame -> previous (TB_F_CFRAME) */
 	__u16 fr_previous;	/* _PyInterpreterFrame -> previous */
 	__u16 fr_code;		/* _PyInterpreterFrame -> f_code / f_executable */
-	__u16 fr_instr;		/* _PyInterpreterFrame -> prev_instr / instr_ptr */
+	__u16 fr_instr;		/* _PyInterpreterFrame -> prev_instr / instr_ptr (TB_F_FRAME_OBJECT: int f_lasti) */
 	__u16 fr_owner;		/* _PyInterpreterFrame -> owner (one byte) */
 	__u16 fr_entry;		/* bool is_entry (TB_F_ENTRY_FLAG), or TB_NO_OFFSET */
 	__u16 fr_read;		/* bytes of a frame covering the fields above */

@@ -94,7 +94,7 @@ static int record_frame(const struct target *t, struct tb_chain *ch, struct stac
 {
 	const struct tb_walk *w = &t->layout.walk;
 	uint64_t code = tb_frame_code(w, fr);
-	int64_t idx = tb_instr_index(w, code, tb_frame_instr(w, fr));
+	int64_t idx = tb_frame_index(w, code, fr);
 
 	if (code_info(t, &ch->code, code, tb_code_checked(ch, idx)) ||
 	    !tb_chain_linked(ch, frame))

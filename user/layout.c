@@ -212,8 +212,64 @@ static const struct pyobj_layout obj_facts[] = {
 	},
 };
 
-/* 3.11 and 3.12: no debug offsets; verified with DWARF and live walks. */
+/*
+ * 3.8 to 3.10: heap frame objects (tstate->frame, f_back), no
+ * native_thread_id (thread_id is pthread_self()), no co_qualname (the
+ * walker's fingerprint is co_name ^ co_lnotab/co_linetable, two pointers
+ * no other live code object shares). Offsets from the DWARF of pyenv's
+ * 3.8.18, 3.9.18 and 3.10.13 (gdb), checked by live walks.
+ */
+#define FRAME_OBJECT_WALK \
+	.exec_mask = ~0ULL, \
+	.rt_interp_head = 32, .interp_next = 0, .interp_threads_head = 8, \
+	.ts_next = 8, .ts_interp = 16, .ts_frame = 24, .ts_native_tid = 176, \
+	.ts_status = NO, .ts_exc = 88,	/* curexc_type */ \
+	.cframe_frame = NO, .cframe_prev = NO, \
+	.fr_previous = 24, .fr_code = 32, .fr_owner = 0, .fr_entry = NO, \
+	.co_type = 8, .co_adaptive = 0, .co_fp = 112, .co_fp2 = 120, \
+	.co_fs_a = NO, .co_fs_b = NO, \
+	.owner_skip = 0xff, .owner_stop = TB_NO_OWNER, .owner_max = 0xff, \
+	.gil_holder = 8, .gil_locked = 16
+
+#define FRAME_OBJECT_CODE \
+	.co_size = 176, .co_filename = 104, .co_name = 112, .co_qualname = 112, \
+	.co_linetable = 120, .co_firstlineno = 40, .co_code = 48, .co_version = NO, \
+	.interp_code_gen = NO, \
+	.str = { .length = 16, .state = 32, .ascii_size = 48, .compact_size = 72, \
+		 .bytes_size = 16, .bytes_data = 32 }
+
+/* 3.8 to 3.12: no debug offsets; verified with DWARF and live walks. */
 static const struct py_layout builtin[] = {
+	{
+		.version = 0x03080000, .source = "built-in table (3.8)",
+		.walk.off = {
+			FRAME_OBJECT_WALK, .fr_instr = 104,	/* f_lasti, bytes */
+			.features = TB_F_FRAME_OBJECT | TB_F_LASTI_BYTES | TB_F_PTHREAD_ID,
+		},
+		.gil_in_runtime = 1152, .gil_ptr_in_interp = NO,	/* _PyRuntime.ceval.gil */
+		.gc_collecting = 344 + 200, .gc_in_runtime = 1,	/* _PyRuntime.gc */
+		.lines = LINETABLE_LNOTAB, FRAME_OBJECT_CODE,
+	},
+	{
+		.version = 0x03090000, .source = "built-in table (3.9)",
+		.walk.off = {
+			FRAME_OBJECT_WALK, .fr_instr = 104,
+			.features = TB_F_FRAME_OBJECT | TB_F_LASTI_BYTES | TB_F_PTHREAD_ID,
+		},
+		.gil_in_runtime = 352, .gil_ptr_in_interp = NO,
+		.gc_collecting = 616 + 200,	/* interp->gc */
+		.lines = LINETABLE_LNOTAB, FRAME_OBJECT_CODE,
+	},
+	{
+		.version = 0x030a0000, .source = "built-in table (3.10)",
+		.walk.off = {
+			FRAME_OBJECT_WALK, .fr_instr = 96,	/* f_lasti, code units */
+			.features = TB_F_FRAME_OBJECT | TB_F_PTHREAD_ID,
+		},
+		.gil_in_runtime = 352, .gil_ptr_in_interp = NO,
+		.gc_collecting = 616 + 200,
+		.lines = LINETABLE_310, FRAME_OBJECT_CODE,
+	},
 	{
 		.version = 0x030b0000, .source = "built-in table (3.11)",
 		.walk.off = {
@@ -856,7 +912,8 @@ int layout_bind_status(struct py_layout *l, const struct layout_addrs *a, layout
 	else if (rd(ctx, interp + l->gil_ptr_in_interp, &gil, sizeof(gil)))
 		gil = 0;
 	w->addr.gil_addr = gil;
-	w->addr.gc_addr = l->gc_collecting ? interp + l->gc_collecting : 0;
+	w->addr.gc_addr = !l->gc_collecting ? 0 :
+		(l->gc_in_runtime ? w->addr.runtime_addr : interp) + l->gc_collecting;
 	w->addr.code_gen_size = l->code_gen_size;
 	if (l->interp_code_gen != NO)
 		w->addr.code_gen_addr = interp + l->interp_code_gen;

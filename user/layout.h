@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "tachyon.h"
+#include "linetable.h"
 #include "pystr.h"
 
 /*
@@ -66,7 +67,7 @@ struct py_layout {
 	uint16_t co_size;	/* bytes of a code object to read */
 	uint16_t co_filename;
 	uint16_t co_name;
-	uint16_t co_qualname;
+	uint16_t co_qualname;	/* co_name before 3.11: names are bare */
 	uint16_t co_linetable;
 	uint16_t co_firstlineno; /* int */
 	uint16_t co_version;	/* u32, TB_NO_OFFSET if the version has none */
@@ -84,6 +85,11 @@ struct py_layout {
 	uint16_t gil_in_runtime;  /* GIL struct inside _PyRuntime (3.11), or TB_NO_OFFSET */
 	uint16_t gil_ptr_in_interp; /* PyInterpreterState -> ceval.gil pointer (3.12+) */
 	uint16_t gc_collecting;	/* PyInterpreterState -> gc.collecting (int) */
+	uint8_t gc_in_runtime;	/* ... in _PyRuntime instead (3.8) */
+	uint8_t lines;		/* enum linetable_format: how co_linetable is encoded */
+	/* PyCodeObject -> co_code, the bytecode as a bytes object (3.8 to
+	 * 3.10); 0 where it is inline (co_code_adaptive, 3.11+) */
+	uint16_t co_code;
 	struct pystr_layout str;
 	struct pyobj_layout obj;
 };
