@@ -92,10 +92,22 @@ class Interp:
         return os.path.isfile(self.path) and os.access(self.path, os.X_OK)
 
     def version(self):
-        out = subprocess.run([self.path, "-c",
-                              "import sys; print('%d.%d' % sys.version_info[:2])"],
-                             capture_output=True, text=True, timeout=30)
-        return out.stdout.strip()
+        if getattr(self, "_version", None) is None:
+            out = subprocess.run([self.path, "-c",
+                                  "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                 capture_output=True, text=True, timeout=30)
+            self._version = out.stdout.strip()
+        return self._version
+
+    def version_tuple(self):
+        return tuple(int(x) for x in self.version().split("."))
+
+    def shown(self, qualname):
+        """The name the profiler shows for a function of this qualname:
+        before 3.11 code objects have no co_qualname, so names are bare."""
+        if self.version_tuple() < (3, 11):
+            return qualname.rsplit(".", 1)[-1]
+        return qualname
 
     def __repr__(self):
         return "Interp(%r)" % self.path
