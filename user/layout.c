@@ -785,22 +785,28 @@ const struct layout_symbol *layout_symbol(unsigned s)
 }
 
 /*
- * "3.10" -> 0x030a00f0, "2" -> 0x020000f0 (micro unknown: assumed final),
- * with the name to show ("3.10", "2"); 0 if text names no version.
+ * "3.10" -> 0x030a00f0, "3.10.13" -> 0x030a0df0, "2" -> 0x020000f0 (assumed
+ * final), with the name to show ("3.10", "3.10.13", "2"); 0 if text names
+ * no version.
  */
 static uint32_t version_from_text(const char *text, char *name, size_t len)
 {
-	unsigned major, minor;
+	unsigned major, minor, micro;
 	int n;
 
 	if (!text)
 		return 0;
-	n = sscanf(text, "%u.%u", &major, &minor);
-	if (n < 1 || !major || major > 0xff || (n == 2 && minor > 0xff))
+	n = sscanf(text, "%u.%u.%u", &major, &minor, &micro);
+	if (n < 1 || !major || major > 0xff || (n >= 2 && minor > 0xff) ||
+	    (n == 3 && micro > 0xff))
 		return 0;
 	if (n == 1) {
 		snprintf(name, len, "%u", major);
 		return (major << 24) | 0xf0;
+	}
+	if (n == 3) {
+		snprintf(name, len, "%u.%u.%u", major, minor, micro);
+		return (major << 24) | (minor << 16) | (micro << 8) | 0xf0;
 	}
 	snprintf(name, len, "%u.%u", major, minor);
 	return (major << 24) | (minor << 16) | 0xf0;
