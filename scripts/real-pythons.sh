@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Debian unstable's own CPython builds (3.13.x, 3.14, 3.15), for the tests:
+# Debian unstable's own CPython builds (3.13.x, 3.14, 3.15), and Debian 11's
+# python3.9, for the tests:
 # fetched with scripts/fetch-debian.sh (cached, idempotent) and made to run
 # on this machine. They need sid's glibc, so each gets a copy, NAME-host,
 # whose ELF interpreter and RPATH point into the unpacked tree (patchelf):
@@ -27,3 +28,17 @@ for v in "${versions[@]}"; do
 	"$host" -c 'import sys; assert sys.version_info[:2] == tuple(map(int, sys.argv[1].split(".")))' "$v"
 	echo "$host"
 done
+
+# Debian 11's static python3.9 (3.9.2: RHEL 9's and Amazon Linux 2023's minor
+# version) runs on this machine's glibc as it is; it only needs to be told
+# where its standard library is. Its -host is a wrapper that sets
+# PYTHONHOME and execs it: the same pid, the interpreter as executable.
+root=$(scripts/fetch-debian.sh bullseye python3.9-minimal libpython3.9-minimal libpython3.9-stdlib)
+host=$root/usr/bin/python3.9-host
+if [ ! -x "$host" ]; then
+	printf '#!/bin/sh\nPYTHONHOME=%s/usr exec %s/usr/bin/python3.9 "$@"\n' "$root" "$root" >"$host.tmp"
+	chmod +x "$host.tmp"
+	mv "$host.tmp" "$host"
+fi
+"$host" -c 'import sys; assert sys.version_info[:2] == (3, 9)'
+echo "$host"
