@@ -31,14 +31,15 @@ done
 
 # Debian 11's static python3.9 (3.9.2: RHEL 9's and Amazon Linux 2023's minor
 # version) runs on this machine's glibc as it is; it only needs to be told
-# where its standard library is. Its -host is a wrapper that sets
-# PYTHONHOME and execs it: the same pid, the interpreter as executable.
-root=$(scripts/fetch-debian.sh bullseye python3.9-minimal libpython3.9-minimal libpython3.9-stdlib)
+# where its standard library is (and its _ctypes where bullseye's libffi.so.7
+# is). Its -host is a wrapper that sets PYTHONHOME and LD_LIBRARY_PATH and
+# execs it: the same pid, the interpreter as executable.
+root=$(scripts/fetch-debian.sh bullseye python3.9-minimal libpython3.9-minimal \
+	libpython3.9-stdlib libffi7)
 host=$root/usr/bin/python3.9-host
-if [ ! -x "$host" ]; then
-	printf '#!/bin/sh\nPYTHONHOME=%s/usr exec %s/usr/bin/python3.9 "$@"\n' "$root" "$root" >"$host.tmp"
-	chmod +x "$host.tmp"
-	mv "$host.tmp" "$host"
-fi
+printf '#!/bin/sh\nPYTHONHOME=%s/usr LD_LIBRARY_PATH=%s/usr/lib/x86_64-linux-gnu exec %s/usr/bin/python3.9 "$@"\n' \
+	"$root" "$root" "$root" >"$host.tmp"
+chmod +x "$host.tmp"
+if cmp -s "$host.tmp" "$host"; then rm "$host.tmp"; else mv "$host.tmp" "$host"; fi
 "$host" -c 'import sys; assert sys.version_info[:2] == (3, 9)'
 echo "$host"
