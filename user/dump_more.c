@@ -73,13 +73,15 @@ static int read_locals(const struct target *t, uint64_t code, uint64_t frame,
 {
 	const struct pyobj_layout *o = &t->layout.obj;
 	uint64_t names[MAX_LOCALS], vals[MAX_LOCALS];
-	uint8_t co[256], kinds[MAX_LOCALS];
+	uint8_t co[256], kinds[MAX_LOCALS] = { 0 };
+	int co_len = (o->co_localspluskinds > o->co_localsplusnames ? o->co_localspluskinds :
+		      o->co_localsplusnames) + 8;
 	int64_t n, nargs, i;
 	int got = 0;
 
-	if (!pyobj_usable(t) || !frame || o->co_localspluskinds + 8 > (int)sizeof(co))
+	if (!pyobj_usable(t) || !frame || co_len > (int)sizeof(co))
 		return -ENOTSUP;
-	if (remote_read(t->pid, code, co, o->co_localspluskinds + 8) ||
+	if (remote_read(t->pid, code, co, co_len) ||
 	    remote_read(t->pid, load_u64(co + o->co_localsplusnames) + o->var_size, &n, 8) ||
 	    n < 0)
 		return -EFAULT;
@@ -88,8 +90,10 @@ static int read_locals(const struct target *t, uint64_t code, uint64_t frame,
 	nargs = arg_slots(co, o);
 	if (n && (remote_read(t->pid, load_u64(co + o->co_localsplusnames) + o->tuple_items, names,
 			      n * 8) ||
-		  remote_read(t->pid, load_u64(co + o->co_localspluskinds) + t->layout.str.bytes_data,
-			      kinds, n) ||
+		  /* no kinds (3.8-3.10): co_varnames names plain locals */
+		  (o->co_localspluskinds &&
+		   remote_read(t->pid, load_u64(co + o->co_localspluskinds) + t->layout.str.bytes_data,
+			       kinds, n)) ||
 		  remote_read(t->pid, frame + o->fr_localsplus, vals, n * 8)))
 		return -EFAULT;
 	for (i = 0; i < n && got < max; i++) {

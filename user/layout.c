@@ -173,7 +173,23 @@ static const struct ver_extra extras[] = {
 	.co_argcount = 52, .co_kwonlyargcount = 60, .co_flags = 48, \
 	.co_localsplusnames = 96, .co_localspluskinds = 104
 
+/* 3.8 to 3.10 (DWARF of pyenv 3.8.18, 3.9.18, 3.10.13): dicts of PEP 412. */
+#define OBJ_BEFORE_311 \
+	.managed = PYOBJ_DICTOFFSET, .ts_thread_id = 176, \
+	.tp_name = 24, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288, \
+	.ht_cached_keys = 0, .md_dict = 16, .dict_used = 16, .dict_keys = 32, .dict_values = 40, \
+	.dk_size = 8, .dk_nentries = 32, .dk_indices = 40, \
+	.values_off = 0, .values_capacity = -1, .values_valid = -1, \
+	.tpflag_managed = 0, .tpflag_inline = 0, .var_size = 16, .tuple_items = 24, \
+	.list_items = 24, .set_used = 24, .float_val = 16, .cell_ref = 16, \
+	.long_size = 16, .long_digits = 24, .long_tagged = 0, \
+	.co_argcount = 16, .co_kwonlyargcount = 24, .co_flags = 36, \
+	.co_localsplusnames = 72, .co_localspluskinds = 0
+
 static const struct pyobj_layout obj_facts[] = {
+	{ .minor = 8, OBJ_BEFORE_311, .interp_modules = 56, .fr_localsplus = 360 },
+	{ .minor = 9, OBJ_BEFORE_311, .interp_modules = 856, .fr_localsplus = 360 },
+	{ .minor = 10, OBJ_BEFORE_311, .interp_modules = 856, .fr_localsplus = 352 },
 	{
 		.minor = 11, .managed = PYOBJ_MANAGED_311, .interp_modules = 888, .ts_thread_id = 152,
 		.tp_name = 24, .tp_basicsize = 32, .tp_flags = 168, .ht_cached_keys = 872,

@@ -27,6 +27,9 @@ enum pyobj_managed {
 	PYOBJ_MANAGED_311,
 	PYOBJ_MANAGED_312,
 	PYOBJ_MANAGED_313,
+	/* 3.8 to 3.10: no managed dict; an instance's __dict__ pointer is at
+	 * its type's tp_dictoffset, and dict keys index by dk_size */
+	PYOBJ_DICTOFFSET,
 };
 
 /* Objects read from userspace: threading's names, dump --locals. */
@@ -39,6 +42,9 @@ struct pyobj_layout {
 	uint16_t md_dict;	/* PyModuleObject -> its dict */
 	uint16_t dict_used, dict_keys, dict_values;
 	uint16_t dk_log2_index_bytes, dk_kind, dk_nentries, dk_indices;
+	/* PYOBJ_DICTOFFSET: keys -> dk_size (indices of 1, 2, 4 or 8 bytes by
+	 * it; entries always {hash, key, value}), type -> tp_dictoffset */
+	uint16_t dk_size, tp_dictoffset;
 	uint16_t values_off;	/* PyDictValues -> values[0] */
 	int8_t values_capacity;	/* PyDictValues -> u8 capacity (3.13), -1 if none */
 	int8_t values_valid;	/* PyDictValues -> u8 valid (3.13 inline values), -1 */
@@ -50,7 +56,8 @@ struct pyobj_layout {
 	uint8_t long_tagged;	/* 3.12+: lv_tag = ndigits << 3 | sign; else signed ob_size */
 	uint16_t fr_localsplus;	/* _PyInterpreterFrame -> localsplus[] */
 	uint16_t co_argcount, co_kwonlyargcount, co_flags;
-	uint16_t co_localsplusnames, co_localspluskinds;
+	uint16_t co_localsplusnames, co_localspluskinds;	/* kinds 0: none (3.8-3.10:
+								 * co_varnames, plain locals) */
 	/*
 	 * 3.14+: localsplus holds _PyStackRef words whose low bits are tags
 	 * (1: reference not counted, also NULL = 1; both set: a tagged int,
