@@ -184,7 +184,7 @@ static const struct ver_extra extras[] = {
 	.list_items = 24, .set_used = 24, .float_val = 16, .cell_ref = 16, \
 	.long_size = 16, .long_digits = 24, .long_tagged = 0, \
 	.co_argcount = 16, .co_kwonlyargcount = 24, .co_flags = 36, \
-	.co_localsplusnames = 72, .co_localspluskinds = 0
+	.co_localsplusnames = 72, .co_localspluskinds = 0, .co_cellvars = 88, .co_freevars = 80
 
 static const struct pyobj_layout obj_facts[] = {
 	{ .minor = 8, OBJ_BEFORE_311, .interp_modules = 56, .fr_localsplus = 360 },

@@ -58,6 +58,7 @@ struct pyobj_layout {
 	uint16_t co_argcount, co_kwonlyargcount, co_flags;
 	uint16_t co_localsplusnames, co_localspluskinds;	/* kinds 0: none (3.8-3.10:
 								 * co_varnames, plain locals) */
+	uint16_t co_cellvars, co_freevars;	/* 3.8-3.10: the names after co_varnames */
 	/*
 	 * 3.14+: localsplus holds _PyStackRef words whose low bits are tags
 	 * (1: reference not counted, also NULL = 1; both set: a tagged int,
