@@ -60,39 +60,14 @@ def table(co):
     return co.co_linetable if sys.version_info >= (3, 10) else co.co_lnotab
 
 
-def c_bytes(data, indent="\t\t"):
-    rows = [indent + '"' + "".join("\\x%02x" % b for b in data[i:i + 24]) + '"'
-            for i in range(0, len(data), 24)]
-    return "\n".join(rows) if rows else indent + '""'
-
-
-def c_ints(vals, per_row=16):
-    return "\n".join("\t" + ", ".join(str(v) for v in vals[i:i + per_row]) + ","
-                     for i in range(0, len(vals), per_row))
-
-
-HEADER_TYPES = """\
-#ifndef LT_FIXTURE_DEFINED
-#define LT_FIXTURE_DEFINED
-struct lt_fixture {
-	const char *name;
-	int32_t firstlineno;
-	const uint8_t *table;
-	size_t table_len;
-	const int32_t *lines;	/* expected line of each code unit, -1 = none */
-	size_t n_units;
-};
-#endif
-"""
-
-
 def main():
     if not (3, 8) <= sys.version_info[:2] <= (3, 10):
         sys.exit("need CPython 3.8, 3.9 or 3.10")
     if len(sys.argv) != 2:
         sys.exit("usage: %s OUT.h" % sys.argv[0])
     tag = "%d%d" % sys.version_info[:2]
-    codes = [c for top in corpus(load_corpus_module()) for c in code_objects(top)]
+    mod = load_corpus_module()      # its corpus, and its C writers
+    codes = [c for top in corpus(mod) for c in code_objects(top)]
     big = [co.co_name for co in codes if len(co.co_code) > 512]
     if not big:
         sys.exit("corpus has no code object past 512 bytes: no split entries")
@@ -107,11 +82,11 @@ def main():
         "#include <stddef.h>",
         "#include <stdint.h>",
         "",
-        HEADER_TYPES,
+        mod.HEADER_TYPES,
     ]
     for i, co in enumerate(codes):
         out.append("static const int32_t lt%s_lines_%d[] = {" % (tag, i))
-        out.append(c_ints(expected_lines(co)))
+        out.append(mod.c_ints(expected_lines(co)))
         out.append("};")
     out.append("")
     out.append("static const struct lt_fixture lt_fixtures_%s[] = {" % tag)
@@ -122,7 +97,7 @@ def main():
             '\t\t.name = "%s",' % co.co_name,
             "\t\t.firstlineno = %d," % co.co_firstlineno,
             "\t\t.table = (const uint8_t *)",
-            c_bytes(t) + ",",
+            mod.c_bytes(t) + ",",
             "\t\t.table_len = %d," % len(t),
             "\t\t.lines = lt%s_lines_%d," % (tag, i),
             "\t\t.n_units = %d," % (len(co.co_code) // 2),

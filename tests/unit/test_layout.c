@@ -173,12 +173,7 @@ static void test_objects_314_315(void **state)
 		put64(real_314_315[i].bad_pos, 1 << 20);
 		assert_int_equal(layout_from_debug_offsets(buf, real_314_315[i].len, 0, &l),
 				 LAYOUT_OK);
-		/* objects: dicts by dk_size, __dict__ at tp_dictoffset */
-		assert_int_equal(l.obj.managed, PYOBJ_DICTOFFSET);
-		assert_int_equal(l.obj.interp_modules, i ? 856 : 56);
-		assert_int_equal(l.obj.fr_localsplus, rows[i].lasti == 96 ? 352 : 360);
-		assert_int_equal(l.obj.ts_thread_id, l.walk.off.ts_native_tid);
-		assert_int_equal(l.obj.co_localspluskinds, 0);	/* co_varnames, cells apart */
+		assert_int_equal(l.obj.managed, PYOBJ_NONE);
 	}
 }
 

@@ -40,24 +40,31 @@ static void assert_well_formed(const struct linetable *lt, size_t len)
 	}
 }
 
+/* Every code unit of the fixture on the line its interpreter gave. */
+static void assert_fixture_lines(const struct linetable *lt, const struct lt_fixture *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->n_units; i++) {
+		int32_t got = linetable_line(lt, (int32_t)i);
+
+		if (got != f->lines[i])
+			fail_msg("%s (first %d): unit %zu: line %d, want %d",
+				 f->name, f->firstlineno, i, got, f->lines[i]);
+	}
+}
+
 static void check_fixture(const struct lt_fixture *f)
 {
 	struct linetable lt;
 	int32_t end;
-	size_t i;
 
 	if (linetable_decode(f->table, f->table_len, f->firstlineno, &lt))
 		fail_msg("%s: decode failed", f->name);
 	assert_well_formed(&lt, f->table_len);
 	assert_int_equal(linetable_line(&lt, -1), f->firstlineno);
 
-	for (i = 0; i < f->n_units; i++) {
-		int32_t got = linetable_line(&lt, (int32_t)i);
-
-		if (got != f->lines[i])
-			fail_msg("%s (first %d): unit %zu: line %d, want %d",
-				 f->name, f->firstlineno, i, got, f->lines[i]);
-	}
+	assert_fixture_lines(&lt, f);
 	/* The table covers the code exactly; anything past it has no line. */
 	end = lt.n ? lt.r[lt.n - 1].end : 0;
 	assert_int_equal(end, (int32_t)f->n_units);
@@ -344,20 +351,13 @@ static void test_mutated_fixtures(void **state)
 static void check_old_fixture(int format, const struct lt_fixture *f)
 {
 	struct linetable lt;
-	size_t i;
 
 	if (linetable_decode_fmt(format, f->table, f->table_len, f->firstlineno,
 				 (int32_t)f->n_units, &lt))
 		fail_msg("%s: decode failed", f->name);
 	assert_well_formed(&lt, f->table_len / 2 + 1);
 	assert_int_equal(linetable_line(&lt, -1), f->firstlineno);
-	for (i = 0; i < f->n_units; i++) {
-		int32_t got = linetable_line(&lt, (int32_t)i);
-
-		if (got != f->lines[i])
-			fail_msg("%s (first %d): unit %zu: line %d, want %d",
-				 f->name, f->firstlineno, i, got, f->lines[i]);
-	}
+	assert_fixture_lines(&lt, f);
 	/* Nothing past the code, whose length closes the last range. */
 	assert_int_equal(linetable_line(&lt, (int32_t)f->n_units), -1);
 	linetable_free(&lt);
