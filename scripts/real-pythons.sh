@@ -31,11 +31,11 @@ done
 
 # Debian 11's static python3.9 (3.9.2: RHEL 9's and Amazon Linux 2023's minor
 # version) runs on this machine's glibc as it is; it only needs to be told
-# where its standard library is (and its _ctypes where bullseye's libffi.so.7
-# is). Its -host is a wrapper that sets PYTHONHOME and LD_LIBRARY_PATH and
+# where its standard library is (and its _ctypes and _hashlib where bullseye's
+# libffi.so.7 and libssl.so.1.1 are). Its -host is a wrapper that sets PYTHONHOME and LD_LIBRARY_PATH and
 # execs it: the same pid, the interpreter as executable.
 root=$(scripts/fetch-debian.sh bullseye python3.9-minimal libpython3.9-minimal \
-	libpython3.9-stdlib libffi7)
+	libpython3.9-stdlib libffi7 libssl1.1)
 host=$root/usr/bin/python3.9-host
 printf '#!/bin/sh\nPYTHONHOME=%s/usr LD_LIBRARY_PATH=%s/usr/lib/x86_64-linux-gnu exec %s/usr/bin/python3.9 "$@"\n' \
 	"$root" "$root" "$root" >"$host.tmp"
