@@ -109,13 +109,14 @@ TB_INLINE __u64 tb_ts_interp(const struct tb_walk *w, const __u8 *ts)
 }
 
 /*
- * 0 if the thread state is not tid's, 1 if it is tid's and the one tid
+ * 0 if the thread state is not tid's (with TB_F_PTHREAD_ID, tid is the
+ * thread's pthread_self()), 1 if it is tid's and the one tid
  * runs (or the version cannot tell), 2 if it is tid's but detached. A
  * thread has one thread state per interpreter it has entered; the one it
  * runs has _status.active set (as has no other of the same thread), and so
  * has a thread that released the GIL none.
  */
-TB_INLINE int tb_ts_owner(const struct tb_walk *w, const __u8 *ts, __u32 tid)
+TB_INLINE int tb_ts_owner(const struct tb_walk *w, const __u8 *ts, __u64 tid)
 {
 	if (tb_ts_tid(w, ts) != tid)
 		return 0;
@@ -267,10 +268,55 @@ TB_INLINE __u64 tb_frame_instr(const struct tb_walk *w, const __u8 *fr)
 	return tb_ld64(fr, w->off.fr_instr);
 }
 
+/* ---- Frame objects (TB_F_FRAME_OBJECT: 3.8 to 3.10) ---------------------- */
+
+TB_INLINE int tb_frameobj(const struct tb_walk *w)
+{
+	return !!(w->off.features & TB_F_FRAME_OBJECT);
+}
+
+/*
+ * A heap PyFrameObject: every frame of the chain is a Python function's
+ * (generators and coroutines link theirs in while they run), and the chain
+ * ends where f_back is NULL, the outermost frame: any frame may end it.
+ */
+TB_INLINE int tb_frameobj_step(const struct tb_walk *w, struct tb_chain *ch, const __u8 *fr)
+{
+	ch->frame = tb_ld64(fr, w->off.fr_previous);
+	ch->bottom_ok = 1;
+	return TB_STEP_PYTHON;
+}
+
+/*
+ * The instruction index in code units from f_lasti, the last instruction
+ * started (-1: none yet). 3.10 counts code units, 3.8/3.9 bytes.
+ */
+TB_INLINE __s64 tb_frameobj_instr(const struct tb_walk *w, const __u8 *fr)
+{
+	__s32 lasti = (__s32)tb_ld32(fr, w->off.fr_instr);
+
+	if (lasti < 0)
+		return -1;
+	return (w->off.features & TB_F_LASTI_BYTES) ? lasti / 2 : lasti;
+}
+
+/*
+ * Frame objects lie anywhere on the heap, each caller on its own: a window
+ * of the frame's page brings in no caller, only bytes to copy. Read the
+ * frame alone.
+ */
+TB_INLINE int tb_frame_stack_window(const struct tb_walk *w)
+{
+	return !tb_frameobj(w);
+}
+
 /* The frame's fr_read bytes are in fr: step past it. */
 TB_INLINE int tb_chain_frame(const struct tb_walk *w, struct tb_chain *ch, const __u8 *fr)
 {
 	__u8 owner = tb_ld8(fr, w->off.fr_owner);
+
+	if (tb_frameobj(w))
+		return tb_frameobj_step(w, ch, fr);
 
 	ch->frame = tb_ld64(fr, w->off.fr_previous);
 	ch->bottom_ok = tb_can_end(w, fr, owner);
@@ -332,6 +378,14 @@ TB_INLINE __u64 tb_tlbc_entry_addr(__u64 array, __u32 tlbc)
 	if (!array || tlbc >= TB_TLBC_MAX)
 		return 0;
 	return array + TB_TLBC_ENTRIES + (__u64)tlbc * 8;
+}
+
+/* Of the frame whose bytes are in fr, running `code`: its instruction index. */
+TB_INLINE __s64 tb_frame_index(const struct tb_walk *w, __u64 code, const __u8 *fr)
+{
+	if (tb_frameobj(w))
+		return tb_frameobj_instr(w, fr);
+	return tb_instr_index(w, code, tb_frame_instr(w, fr));
 }
 
 /* Does the instruction pointer lie in the code object's bytecode (or just

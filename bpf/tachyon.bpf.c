@@ -255,7 +255,7 @@ struct find_ctx {
 	struct scratch *s;
 	__u64 ts;
 	__u64 found;
-	__u32 tid;
+	__u64 tid;		/* native tid, or with TB_F_PTHREAD_ID pthread_self() */
 	int want;		/* 1: the one tid runs, 2: any of tid's (ts_owner) */
 	int err;
 };
@@ -289,6 +289,8 @@ __noinline int frame_bytes(struct scratch *s, struct window *w, __u64 frame)
 		return 0;
 	}
 	start = frame & ~4095ULL;
+	if (!tb_frame_stack_window(&s->walk))
+		start = frame;	/* a heap frame object: no caller around it */
 	if (end - start > WIN)
 		start = (end - WIN + 7) & ~7ULL;	/* keeps fo a multiple of 8 */
 	size = end - start;
@@ -323,7 +325,7 @@ static __always_inline void count(__u64 *cnt, int idx)
 }
 
 /* Of the thread state whose bytes are in s->buf: tb_ts_owner(). */
-static __always_inline int ts_owner(struct scratch *s, __u32 tid)
+static __always_inline int ts_owner(struct scratch *s, __u64 tid)
 {
 	return tb_ts_owner(&s->walk, s->buf, tid);
 }
@@ -376,8 +378,23 @@ static __always_inline __u32 ns_tid(struct tb_walk *L, __u32 tid)
 	return ns.pid;
 }
 
+/*
+ * What the thread states name the current thread by: its tid as its pid
+ * namespace sees it, or with TB_F_PTHREAD_ID its pthread_self(), the FS
+ * base the kernel set at clone (CLONE_SETTLS) and keeps in thread_struct.
+ */
+static __always_inline __u64 thread_key(struct tb_walk *L, __u32 tid)
+{
+	struct task_struct *task;
+
+	if (!(L->off.features & TB_F_PTHREAD_ID))
+		return ns_tid(L, tid);
+	task = bpf_get_current_task_btf();
+	return BPF_CORE_READ(task, thread.fsbase);
+}
+
 /* The cached thread state of tid, read into s->buf, as ts_owner() says. */
-static __always_inline int ts_cached(struct scratch *s, __u64 id, __u32 gtid, __u32 tid,
+static __always_inline int ts_cached(struct scratch *s, __u64 id, __u32 gtid, __u64 tid,
 				     __u64 *ts)
 {
 	struct tb_walk *L = &s->walk;
@@ -412,7 +429,7 @@ static __always_inline int ts_cached(struct scratch *s, __u64 id, __u32 gtid, __
  * state of tid that ts_owner() rates `want` or better. Returns it, or 0.
  * Global, checked once.
  */
-__noinline __u64 search_tstate(struct scratch *s, __u32 tid, int want)
+__noinline __u64 search_tstate(struct scratch *s, __u64 tid, int want)
 {
 	struct find_ctx f = { .s = s, .tid = tid, .want = want };
 	struct tb_walk *L;
@@ -441,7 +458,8 @@ __noinline __u64 search_tstate(struct scratch *s, __u32 tid, int want)
 
 __noinline int find_tstate(struct scratch *s, __u64 id)
 {
-	__u32 gtid = (__u32)id, tid;	/* cache key, compare key */
+	__u32 gtid = (__u32)id;		/* cache key */
+	__u64 tid;			/* compare key */
 	struct tb_walk *L;
 	__u64 ts, found;
 	int m;
@@ -449,7 +467,7 @@ __noinline int find_tstate(struct scratch *s, __u64 id)
 	if (!s)
 		return 0;
 	L = &s->walk;
-	tid = ns_tid(L, gtid);
+	tid = thread_key(L, gtid);
 	m = ts_cached(s, id, gtid, tid, &ts);
 	/* A detached one is still the right one unless the thread may have
 	 * entered another interpreter since. */
@@ -633,9 +651,8 @@ static __always_inline int record_frame(struct walk_ctx *c, __u64 frame, const _
 	struct tb_chain *ch = &c->ch;
 	__u64 code = tb_frame_code(L, fr);
 	__u32 tlbc = tb_frame_tlbc(L, fr);
-	__s64 idx = tlbc ? tb_instr_index_at(tlbc_base(s, code, tlbc),
-					     tb_frame_instr(L, fr)) :
-			   tb_instr_index(L, code, tb_frame_instr(L, fr));
+	__s64 idx = tlbc ? tb_instr_index_at(tlbc_base(s, code, tlbc), tb_frame_instr(L, fr)) :
+			   tb_frame_index(L, code, fr);
 	int err = 0, check = tb_code_checked(ch, idx);
 
 	if (check || !c->m.ok || code == ch->code.addr || !memo_find(s, &c->m, &ch->code, frame, code))

@@ -68,6 +68,16 @@ enum tb_feature {
 	/* ts_exc holds the exception's type (3.11 curexc_type), not an
 	 * exception object whose ob_type is the type */
 	TB_F_EXC_TYPE = 1 << 7,
+	/* frames are heap PyFrameObjects (3.8 to 3.10): tstate->frame, then
+	 * f_back (fr_previous) to NULL; each is a Python function's frame (no
+	 * owner byte, no shims), fr_instr is the int f_lasti, not a pointer */
+	TB_F_FRAME_OBJECT = 1 << 8,
+	/* TB_F_FRAME_OBJECT: f_lasti counts bytes (3.8, 3.9), not code units */
+	TB_F_LASTI_BYTES = 1 << 9,
+	/* thread states name their thread by pthread_self() (3.8 to 3.10 have
+	 * no native_thread_id): ts_native_tid is thread_id, matched against
+	 * the task's FS base, which is pthread_self() on x86_64 */
+	TB_F_PTHREAD_ID = 1 << 10,
 };
 
 /*
@@ -81,7 +91,7 @@ struct tb_offsets {
 	__u16 interp_next;	/* PyInterpreterState -> next */
 	__u16 interp_threads_head; /* PyInterpreterState -> threads.head */
 	__u16 ts_next;		/* PyThreadState -> next */
-	__u16 ts_native_tid;	/* PyThreadState -> native_thread_id */
+	__u16 ts_native_tid;	/* PyThreadState -> native_thread_id (TB_F_PTHREAD_ID: thread_id) */
 	__u16 ts_interp;	/* PyThreadState -> interp */
 	__u16 ts_frame;		/* PyThreadState -> current frame, or -> cframe */
 	/* PyThreadState -> _status (3.12+), whose TB_TS_ACTIVE bit is set
@@ -94,7 +104,7 @@ struct tb_offsets {
 	__u16 cframe_prev;	/* _PyCFrame -> previous (TB_F_CFRAME) */
 	__u16 fr_previous;	/* _PyInterpreterFrame -> previous */
 	__u16 fr_code;		/* _PyInterpreterFrame -> f_code / f_executable */
-	__u16 fr_instr;		/* _PyInterpreterFrame -> prev_instr / instr_ptr */
+	__u16 fr_instr;		/* _PyInterpreterFrame -> prev_instr / instr_ptr (TB_F_FRAME_OBJECT: int f_lasti) */
 	__u16 fr_owner;		/* _PyInterpreterFrame -> owner (one byte) */
 	__u16 fr_entry;		/* bool is_entry (TB_F_ENTRY_FLAG), or TB_NO_OFFSET */
 	__u16 fr_read;		/* bytes of a frame covering the fields above */

@@ -162,7 +162,7 @@ def async_table(out, seconds=3, rounds=3):
 
 def interpreters():
     found = []
-    for v in ("3.11", "3.12", "3.13"):
+    for v in ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13"):
         d = os.path.join(PYENV, "versions")
         for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
             if name.startswith(v + "."):

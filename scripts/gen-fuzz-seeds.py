@@ -14,7 +14,8 @@ inputs that pass the parsers' first checks:
              (its _Py_DebugOffsets), and the _PyRuntime that fakepy lays out
              for 3.14, 3.15 and the refused 3.16, 3.15b1, 3.14t
   linetable  co_firstlineno (4 bytes LE) + co_linetable of the real code objects
-             in tests/unit/fixtures/linetable_31{1,2,3}.h
+             in tests/unit/fixtures/linetable_3*.h (3.8-3.10: the format in the
+             header's top bits, then the code length)
   pystr      real str and bytes objects copied out of live 3.11 and 3.13
              interpreters (ctypes.string_at), with the layout selector byte
   output     struct resolved encodings (see build() in tests/fuzz/fuzz_output.c)
@@ -145,16 +146,21 @@ def gen_linetable():
                                              "linetable_3*.h"))):
         ver = re.search(r"linetable_(\d+)\.h", hdr).group(1)
         text = open(hdr).read()
+        # 3.8/3.9 co_lnotab and 3.10 co_linetable: the header's top bits say
+        # so (01, 10), then 4 bytes of code length in units.
+        fmt = {"38": 1, "39": 1, "310": 2}.get(ver, 0)
         for i, m in enumerate(re.finditer(
                 r"\.firstlineno = (-?\d+),\s*\.table = \(const uint8_t \*\)\s*((?:\"[^\"]*\"\s*)+),"
-                r"\s*\.table_len = (\d+)", text)):
+                r"\s*\.table_len = (\d+),\s*\.lines = \w+,\s*\.n_units = (\d+)", text)):
             first, raw, n = int(m.group(1)), m.group(2), int(m.group(3))
             table = b"".join(bytes(int(h, 16) for h in re.findall(r"\\x([0-9a-f]{2})", s))
                              for s in re.findall(r"\"([^\"]*)\"", raw))
             assert len(table) == n, (hdr, i, len(table), n)
             if i % 3 and n < 400:     # a sample: every kind occurs in the kept ones
                 continue
-            put("linetable", "%s-%02d" % (ver, i), struct.pack("<i", first) + table)
+            head = struct.pack("<i", first) if not fmt else \
+                struct.pack("<II", fmt << 30 | first, int(m.group(4)))
+            put("linetable", "%s-%02d" % (ver, i), head + table)
 
 
 # ---- str / bytes objects ----------------------------------------------------

@@ -27,6 +27,41 @@ static int read_obj(pid_t pid, uint64_t addr, uint8_t *buf, uint32_t len)
 	return remote_read(pid, addr, buf, len > TB_READ_MAX ? TB_READ_MAX : len);
 }
 
+/*
+ * Where the C library keeps a thread's kernel tid in the thread's own
+ * descriptor, the struct pthread that pthread_self() points to: glibc's
+ * `tid` (checked on glibc 2.36 with threading.get_native_id()), musl's.
+ */
+static const uint16_t pthread_tid_offsets[] = { 720, 48 };
+
+/*
+ * The tid of a thread known by its pthread_self() (TB_F_PTHREAD_ID): the
+ * first descriptor field that holds a thread of this process. 0 if none.
+ */
+static uint64_t pthread_tid(const struct target *t, uint64_t self)
+{
+	uint32_t tid;
+	size_t i;
+
+	for (i = 0; i < sizeof(pthread_tid_offsets) / sizeof(pthread_tid_offsets[0]); i++) {
+		if (remote_read(t->pid, self + pthread_tid_offsets[i], &tid, sizeof(tid)))
+			return 0;
+		if (tid && (t->layout.walk.addr.pidns_ino || proc_thread_state(t->pid, (pid_t)tid)))
+			return tid;
+	}
+	return 0;
+}
+
+/* The kernel tid of the thread whose state's bytes are in ts. */
+static uint64_t ts_tid(const struct target *t, const uint8_t *ts)
+{
+	const struct tb_walk *w = &t->layout.walk;
+
+	if (w->off.features & TB_F_PTHREAD_ID)
+		return pthread_tid(t, tb_ts_tid(w, ts));
+	return tb_ts_tid(w, ts);
+}
+
 int dump_threads(const struct target *t, struct dump_thread *out, int max)
 {
 	const struct tb_walk *w = &t->layout.walk;
@@ -44,7 +79,7 @@ int dump_threads(const struct target *t, struct dump_thread *out, int max)
 			if (read_obj(t->pid, tstate, ts, w->off.ts_read))
 				return -errno;
 			out[n].tstate = tstate;
-			out[n].tid = tb_ts_tid(w, ts);
+			out[n].tid = ts_tid(t, ts);
 			n++;
 			tstate = tb_ts_next(w, ts);
 		}
@@ -110,7 +145,7 @@ static int record_frame(const struct target *t, struct tb_chain *ch, struct stac
 	uint64_t code = tb_frame_code(w, fr);
 	uint32_t tlbc = tb_frame_tlbc(w, fr);
 	int64_t idx = tlbc ? tb_instr_index_at(tlbc_base(t, code, tlbc), tb_frame_instr(w, fr)) :
-			     tb_instr_index(w, code, tb_frame_instr(w, fr));
+			     tb_frame_index(w, code, fr);
 
 	if (code_info(t, &ch->code, code, tb_code_checked(ch, idx)) ||
 	    !tb_chain_linked(ch, frame))

@@ -67,31 +67,15 @@ static int64_t arg_slots(const uint8_t *co, const struct pyobj_layout *o)
 	return (int64_t)argc + kw + !!(flags & CO_VARARGS) + !!(flags & CO_VARKEYWORDS);
 }
 
-/* The bound locals of a frame, in localsplus order; how many, or a negative errno. */
-static int read_locals(const struct target *t, uint64_t code, uint64_t frame,
-		       struct local *out, int max)
+/* Of n localsplus slots (vals) named names, of kinds: the bound ones into out. */
+static int bound_locals(const struct target *t, const uint8_t *co, const uint64_t *names,
+			const uint8_t *kinds, const uint64_t *vals, int64_t n,
+			struct local *out, int max)
 {
 	const struct pyobj_layout *o = &t->layout.obj;
-	uint64_t names[MAX_LOCALS], vals[MAX_LOCALS];
-	uint8_t co[256], kinds[MAX_LOCALS];
-	int64_t n, nargs, i;
+	int64_t nargs = arg_slots(co, o), i;
 	int got = 0;
 
-	if (!pyobj_usable(t) || !frame || o->co_localspluskinds + 8 > (int)sizeof(co))
-		return -ENOTSUP;
-	if (remote_read(t->pid, code, co, o->co_localspluskinds + 8) ||
-	    remote_read(t->pid, load_u64(co + o->co_localsplusnames) + o->var_size, &n, 8) ||
-	    n < 0)
-		return -EFAULT;
-	if (n > MAX_LOCALS)
-		n = MAX_LOCALS;
-	nargs = arg_slots(co, o);
-	if (n && (remote_read(t->pid, load_u64(co + o->co_localsplusnames) + o->tuple_items, names,
-			      n * 8) ||
-		  remote_read(t->pid, load_u64(co + o->co_localspluskinds) + t->layout.str.bytes_data,
-			      kinds, n) ||
-		  remote_read(t->pid, frame + o->fr_localsplus, vals, n * 8)))
-		return -EFAULT;
 	for (i = 0; i < n && got < max; i++) {
 		uint64_t v = stackref_obj(vals[i], o->ref_tags);
 
@@ -107,6 +91,72 @@ static int read_locals(const struct target *t, uint64_t code, uint64_t frame,
 		got++;
 	}
 	return got;
+}
+
+/*
+ * 3.8-3.10 name a frame's localsplus with three tuples: co_varnames (plain
+ * locals, arguments first), then co_cellvars and co_freevars, whose slots
+ * hold cells. Appends from names[at]; the new count, or -EFAULT.
+ */
+static int64_t old_names(const struct target *t, const uint8_t *co, uint64_t *names,
+			 uint8_t *kinds, int64_t at)
+{
+	const struct pyobj_layout *o = &t->layout.obj;
+	const uint16_t tuples[3] = { o->co_localsplusnames, o->co_cellvars, o->co_freevars };
+	const uint8_t kind[3] = { 0, CO_FAST_CELL, CO_FAST_FREE };
+	int64_t n;
+	int j;
+
+	for (j = 0; j < 3; j++) {
+		uint64_t tup = load_u64(co + tuples[j]);
+
+		if (remote_read(t->pid, tup + o->var_size, &n, 8) || n < 0)
+			return -EFAULT;
+		if (n > MAX_LOCALS - at)
+			n = MAX_LOCALS - at;
+		if (n && remote_read(t->pid, tup + o->tuple_items, names + at, n * 8))
+			return -EFAULT;
+		memset(kinds + at, kind[j], n);
+		at += n;
+	}
+	return at;
+}
+
+/* The bound locals of a frame, in localsplus order; how many, or a negative errno. */
+static int read_locals(const struct target *t, uint64_t code, uint64_t frame,
+		       struct local *out, int max)
+{
+	const struct pyobj_layout *o = &t->layout.obj;
+	uint64_t names[MAX_LOCALS], vals[MAX_LOCALS];
+	uint8_t co[256], kinds[MAX_LOCALS] = { 0 };
+	int co_len = (o->co_localspluskinds > o->co_localsplusnames ? o->co_localspluskinds :
+		      o->co_localsplusnames) + 8;
+	int64_t n;
+
+	if (!pyobj_usable(t) || !frame || co_len > (int)sizeof(co))
+		return -ENOTSUP;
+	if (co_len < o->co_cellvars + 8)
+		co_len = o->co_cellvars + 8;
+	if (remote_read(t->pid, code, co, co_len))
+		return -EFAULT;
+	if (!o->co_localspluskinds) {	/* 3.8-3.10 */
+		n = old_names(t, co, names, kinds, 0);
+		if (n < 0 || (n && remote_read(t->pid, frame + o->fr_localsplus, vals, n * 8)))
+			return -EFAULT;
+		return bound_locals(t, co, names, kinds, vals, n, out, max);
+	}
+	if (remote_read(t->pid, load_u64(co + o->co_localsplusnames) + o->var_size, &n, 8) ||
+	    n < 0)
+		return -EFAULT;
+	if (n > MAX_LOCALS)
+		n = MAX_LOCALS;
+	if (n && (remote_read(t->pid, load_u64(co + o->co_localsplusnames) + o->tuple_items, names,
+			      n * 8) ||
+		  remote_read(t->pid, load_u64(co + o->co_localspluskinds) + t->layout.str.bytes_data,
+			      kinds, n) ||
+		  remote_read(t->pid, frame + o->fr_localsplus, vals, n * 8)))
+		return -EFAULT;
+	return bound_locals(t, co, names, kinds, vals, n, out, max);
 }
 
 void dump_locals_text(const struct target *t, uint64_t code, uint64_t frame)

@@ -200,7 +200,23 @@ static const struct ver_extra extras[] = {
 	.co_argcount = 52, .co_kwonlyargcount = 60, .co_flags = 48, \
 	.co_localsplusnames = 96, .co_localspluskinds = 104
 
+/* 3.8 to 3.10 (DWARF of pyenv 3.8.18, 3.9.18, 3.10.13): dicts of PEP 412. */
+#define OBJ_BEFORE_311 \
+	.managed = PYOBJ_DICTOFFSET, .ts_thread_id = 176, \
+	.tp_name = 24, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288, \
+	.ht_cached_keys = 0, .md_dict = 16, .dict_used = 16, .dict_keys = 32, .dict_values = 40, \
+	.dk_size = 8, .dk_nentries = 32, .dk_indices = 40, \
+	.values_off = 0, .values_capacity = -1, .values_valid = -1, \
+	.tpflag_managed = 0, .tpflag_inline = 0, .var_size = 16, .tuple_items = 24, \
+	.list_items = 24, .set_used = 24, .float_val = 16, .cell_ref = 16, \
+	.long_size = 16, .long_digits = 24, .long_tagged = 0, \
+	.co_argcount = 16, .co_kwonlyargcount = 24, .co_flags = 36, \
+	.co_localsplusnames = 72, .co_localspluskinds = 0, .co_cellvars = 88, .co_freevars = 80
+
 static const struct pyobj_layout obj_facts[] = {
+	{ .minor = 8, OBJ_BEFORE_311, .interp_modules = 56, .fr_localsplus = 360 },
+	{ .minor = 9, OBJ_BEFORE_311, .interp_modules = 856, .fr_localsplus = 360 },
+	{ .minor = 10, OBJ_BEFORE_311, .interp_modules = 856, .fr_localsplus = 352 },
 	{
 		.minor = 11, .managed = PYOBJ_MANAGED_311, .interp_modules = 888, .ts_thread_id = 152,
 		.tp_name = 24, .tp_basicsize = 32, .tp_flags = 168, .ht_cached_keys = 872,
@@ -289,8 +305,65 @@ static void async_of(unsigned minor, struct py_async *out)
 			*out = async_facts[i].a;
 }
 
-/* 3.11 and 3.12: no debug offsets; verified with DWARF and live walks. */
+/*
+ * 3.8 to 3.10: heap frame objects (tstate->frame, f_back), no
+ * native_thread_id (thread_id is pthread_self()), no co_qualname (the
+ * walker's fingerprint is co_name ^ co_lnotab/co_linetable, two pointers
+ * no other live code object shares). Offsets from the DWARF of pyenv's
+ * 3.8.18, 3.9.18 and 3.10.13 (gdb), checked by live walks.
+ */
+#define FRAME_OBJECT_WALK \
+	.exec_mask = ~0ULL, \
+	.rt_interp_head = 32, .interp_next = 0, .interp_threads_head = 8, \
+	.ts_next = 8, .ts_interp = 16, .ts_frame = 24, .ts_native_tid = 176, \
+	.ts_status = NO, .ts_exc = 88,	/* curexc_type */ \
+	.ts_exc_info = NO,	/* not checked: no --mode exception */ \
+	.cframe_frame = NO, .cframe_prev = NO, \
+	.fr_previous = 24, .fr_code = 32, .fr_owner = 0, .fr_entry = NO, \
+	.co_type = 8, .co_adaptive = 0, .co_fp = 112, .co_fp2 = 120, \
+	.co_fs_a = NO, .co_fs_b = NO, \
+	.owner_skip = 0xff, .owner_stop = TB_NO_OWNER, .owner_max = 0xff, \
+	.gil_holder = 8, .gil_locked = 16
+
+#define FRAME_OBJECT_CODE \
+	.co_size = 176, .co_filename = 104, .co_name = 112, .co_qualname = 112, \
+	.co_linetable = 120, .co_firstlineno = 40, .co_code = 48, .co_version = NO, \
+	.interp_code_gen = NO, \
+	.str = { .length = 16, .state = 32, .ascii_size = 48, .compact_size = 72, \
+		 .bytes_size = 16, .bytes_data = 32 }
+
+/* 3.8 to 3.12: no debug offsets; verified with DWARF and live walks. */
 static const struct py_layout builtin[] = {
+	{
+		.version = 0x03080000, .source = "built-in table (3.8)",
+		.walk.off = {
+			FRAME_OBJECT_WALK, .fr_instr = 104,	/* f_lasti, bytes */
+			.features = TB_F_FRAME_OBJECT | TB_F_LASTI_BYTES | TB_F_PTHREAD_ID,
+		},
+		.gil_in_runtime = 1152, .gil_ptr_in_interp = NO,	/* _PyRuntime.ceval.gil */
+		.gc_collecting = 344 + 200, .gc_in_runtime = 1,	/* _PyRuntime.gc */
+		.lines = LINETABLE_LNOTAB, FRAME_OBJECT_CODE,
+	},
+	{
+		.version = 0x03090000, .source = "built-in table (3.9)",
+		.walk.off = {
+			FRAME_OBJECT_WALK, .fr_instr = 104,
+			.features = TB_F_FRAME_OBJECT | TB_F_LASTI_BYTES | TB_F_PTHREAD_ID,
+		},
+		.gil_in_runtime = 352, .gil_ptr_in_interp = NO,
+		.gc_collecting = 616 + 200,	/* interp->gc */
+		.lines = LINETABLE_LNOTAB, FRAME_OBJECT_CODE,
+	},
+	{
+		.version = 0x030a0000, .source = "built-in table (3.10)",
+		.walk.off = {
+			FRAME_OBJECT_WALK, .fr_instr = 96,	/* f_lasti, code units */
+			.features = TB_F_FRAME_OBJECT | TB_F_PTHREAD_ID,
+		},
+		.gil_in_runtime = 352, .gil_ptr_in_interp = NO,
+		.gc_collecting = 616 + 200,
+		.lines = LINETABLE_310, FRAME_OBJECT_CODE,
+	},
 	{
 		.version = 0x030b0000, .source = "built-in table (3.11)",
 		.walk.off = {
@@ -924,22 +997,28 @@ const struct layout_symbol *layout_symbol(unsigned s)
 }
 
 /*
- * "3.10" -> 0x030a00f0, "2" -> 0x020000f0 (micro unknown: assumed final),
- * with the name to show ("3.10", "2"); 0 if text names no version.
+ * "3.10" -> 0x030a00f0, "3.10.13" -> 0x030a0df0, "2" -> 0x020000f0 (assumed
+ * final), with the name to show ("3.10", "3.10.13", "2"); 0 if text names
+ * no version.
  */
 static uint32_t version_from_text(const char *text, char *name, size_t len)
 {
-	unsigned major, minor;
+	unsigned major, minor, micro;
 	int n;
 
 	if (!text)
 		return 0;
-	n = sscanf(text, "%u.%u", &major, &minor);
-	if (n < 1 || !major || major > 0xff || (n == 2 && minor > 0xff))
+	n = sscanf(text, "%u.%u.%u", &major, &minor, &micro);
+	if (n < 1 || !major || major > 0xff || (n >= 2 && minor > 0xff) ||
+	    (n == 3 && micro > 0xff))
 		return 0;
 	if (n == 1) {
 		snprintf(name, len, "%u", major);
 		return (major << 24) | 0xf0;
+	}
+	if (n == 3) {
+		snprintf(name, len, "%u.%u.%u", major, minor, micro);
+		return (major << 24) | (minor << 16) | (micro << 8) | 0xf0;
 	}
 	snprintf(name, len, "%u.%u", major, minor);
 	return (major << 24) | (minor << 16) | 0xf0;
@@ -1059,7 +1138,8 @@ int layout_bind_status(struct py_layout *l, const struct layout_addrs *a, layout
 	else if (rd(ctx, interp + l->gil_ptr_in_interp, &gil, sizeof(gil)))
 		gil = 0;
 	w->addr.gil_addr = gil;
-	w->addr.gc_addr = l->gc_collecting ? interp + l->gc_collecting : 0;
+	w->addr.gc_addr = !l->gc_collecting ? 0 :
+		(l->gc_in_runtime ? w->addr.runtime_addr : interp) + l->gc_collecting;
 	w->addr.code_gen_size = l->code_gen_size;
 	if (l->interp_code_gen != NO)
 		w->addr.code_gen_addr = interp + l->interp_code_gen;

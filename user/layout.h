@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "tachyon.h"
+#include "linetable.h"
 #include "pystr.h"
 
 /*
@@ -26,6 +27,9 @@ enum pyobj_managed {
 	PYOBJ_MANAGED_311,
 	PYOBJ_MANAGED_312,
 	PYOBJ_MANAGED_313,
+	/* 3.8 to 3.10: no managed dict; an instance's __dict__ pointer is at
+	 * its type's tp_dictoffset, and dict keys index by dk_size */
+	PYOBJ_DICTOFFSET,
 };
 
 /* Objects read from userspace: threading's names, dump --locals. */
@@ -38,6 +42,9 @@ struct pyobj_layout {
 	uint16_t md_dict;	/* PyModuleObject -> its dict */
 	uint16_t dict_used, dict_keys, dict_values;
 	uint16_t dk_log2_index_bytes, dk_kind, dk_nentries, dk_indices;
+	/* PYOBJ_DICTOFFSET: keys -> dk_size (indices of 1, 2, 4 or 8 bytes by
+	 * it; entries always {hash, key, value}), type -> tp_dictoffset */
+	uint16_t dk_size, tp_dictoffset;
 	uint16_t values_off;	/* PyDictValues -> values[0] */
 	int8_t values_capacity;	/* PyDictValues -> u8 capacity (3.13), -1 if none */
 	int8_t values_valid;	/* PyDictValues -> u8 valid (3.13 inline values), -1 */
@@ -49,7 +56,9 @@ struct pyobj_layout {
 	uint8_t long_tagged;	/* 3.12+: lv_tag = ndigits << 3 | sign; else signed ob_size */
 	uint16_t fr_localsplus;	/* _PyInterpreterFrame -> localsplus[] */
 	uint16_t co_argcount, co_kwonlyargcount, co_flags;
-	uint16_t co_localsplusnames, co_localspluskinds;
+	uint16_t co_localsplusnames, co_localspluskinds;	/* kinds 0: none (3.8-3.10:
+								 * co_varnames, plain locals) */
+	uint16_t co_cellvars, co_freevars;	/* 3.8-3.10: the names after co_varnames */
 	/*
 	 * 3.14+: localsplus holds _PyStackRef words whose low bits are tags
 	 * (1: reference not counted, also NULL = 1; both set: a tagged int,
@@ -84,7 +93,7 @@ struct py_layout {
 	uint16_t co_size;	/* bytes of a code object to read */
 	uint16_t co_filename;
 	uint16_t co_name;
-	uint16_t co_qualname;
+	uint16_t co_qualname;	/* co_name before 3.11: names are bare */
 	uint16_t co_linetable;
 	uint16_t co_firstlineno; /* int */
 	uint16_t co_version;	/* u32, TB_NO_OFFSET if the version has none */
@@ -102,6 +111,11 @@ struct py_layout {
 	uint16_t gil_in_runtime;  /* GIL struct inside _PyRuntime (3.11), or TB_NO_OFFSET */
 	uint16_t gil_ptr_in_interp; /* PyInterpreterState -> ceval.gil pointer (3.12+) */
 	uint16_t gc_collecting;	/* PyInterpreterState -> gc.collecting (int) */
+	uint8_t gc_in_runtime;	/* ... in _PyRuntime instead (3.8) */
+	uint8_t lines;		/* enum linetable_format: how co_linetable is encoded */
+	/* PyCodeObject -> co_code, the bytecode as a bytes object (3.8 to
+	 * 3.10); 0 where it is inline (co_code_adaptive, 3.11+) */
+	uint16_t co_code;
 	struct pystr_layout str;
 	struct pyobj_layout obj;
 	struct py_async async;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * Decoder for the CPython 3.11+ location table (code.co_linetable, PEP 626
- * and PEP 657). Only line numbers are kept: columns are parsed and dropped.
+ * Decoders for the CPython 3.11+ location table (code.co_linetable, PEP 626
+ * and PEP 657), 3.10's co_linetable and 3.8/3.9's co_lnotab. Only line
+ * numbers are kept: columns are parsed and dropped.
  *
  * The table is read from another process, so it is treated as untrusted:
  * decoding never reads outside the buffer, does work linear in its length
@@ -36,6 +37,23 @@ struct linetable {
  */
 int linetable_decode(const uint8_t *buf, size_t len, int32_t firstlineno,
 		     struct linetable *out);
+
+/* How a version encodes lines: the table at co_linetable (co_lnotab). */
+enum linetable_format {
+	LINETABLE_LOCATIONS = 0,	/* 3.11+ location table (above) */
+	LINETABLE_LNOTAB,		/* 3.8, 3.9 co_lnotab */
+	LINETABLE_310,			/* 3.10 co_linetable */
+};
+
+/*
+ * Decode a table of any format into code-unit ranges. The 3.8-3.10 tables
+ * count bytes (two per code unit). co_lnotab does not say where the code
+ * ends: code_units, if not 0, closes its last range there (and a table
+ * that goes past it is refused); 0 leaves the last line running on. Same
+ * returns and guarantees as linetable_decode().
+ */
+int linetable_decode_fmt(int format, const uint8_t *buf, size_t len, int32_t firstlineno,
+			 int32_t code_units, struct linetable *out);
 
 /*
  * Line of instruction index idx (code units). idx < 0 (a frame that has not

@@ -424,6 +424,83 @@ static void no_runtime(const struct symbols *syms, struct pyelf_info *out)
 	memcpy(out->soname_version, version, sizeof(version));
 }
 
+/* The section named `want`, if it holds bytes in the file. */
+static Elf_Scn *section_by_name(Elf *elf, uint64_t fsize, const char *want)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	const char *name;
+	GElf_Shdr sh;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !section_in_file(&sh, fsize))
+			continue;
+		name = section_name(elf, shstrndx, &sh);
+		if (name && !strcmp(name, want))
+			return scn;
+	}
+	return NULL;
+}
+
+/*
+ * The micro version of a string ending at `end` (the NUL) in "X.Y.<micro>"
+ * with X.Y = `minor` (the linker may have merged PY_VERSION into the tail
+ * of a longer string, such as a prefix path ".../3.10.13"); -1 if none.
+ */
+static long micro_at(const char *d, size_t end, const char *minor, size_t mlen)
+{
+	size_t i = end, digits = 0;
+	long micro = 0;
+
+	while (i > 0 && isdigit((unsigned char)d[i - 1]) && digits < 3) {
+		i--;
+		digits++;
+	}
+	if (!digits || i < mlen + 1 || d[i - 1] != '.' || memcmp(d + i - 1 - mlen, minor, mlen))
+		return -1;
+	if (i - 1 - mlen > 0 && (isdigit((unsigned char)d[i - 2 - mlen]) || d[i - 2 - mlen] == '.'))
+		return -1;
+	for (; i < end; i++)
+		micro = micro * 10 + (d[i] - '0');
+	return micro;
+}
+
+/*
+ * Before Py_Version (3.11) the micro version lives only in the PY_VERSION
+ * literal in .rodata: "3.10" (from the file name) becomes "3.10.13" when
+ * every string there that ends in "3.10.<digits>" agrees on the digits.
+ */
+static void micro_from_rodata(Elf *elf, uint64_t fsize, char *ver, size_t len)
+{
+	Elf_Scn *scn = section_by_name(elf, fsize, ".rodata");
+	size_t mlen = strlen(ver), i;
+	long micro = -1, m;
+	Elf_Data *data;
+	const char *d;
+
+	if (!scn || !mlen || !strchr(ver, '.') || strchr(strchr(ver, '.') + 1, '.'))
+		return;
+	data = elf_getdata(scn, NULL);
+	if (!data || !data->d_buf || data->d_size > PYELF_MAX_TABLE)
+		return;
+	d = data->d_buf;
+	for (i = 1; i < data->d_size; i++) {
+		if (d[i] || !isdigit((unsigned char)d[i - 1]))
+			continue;
+		m = micro_at(d, i, ver, mlen);
+		if (m < 0)
+			continue;
+		if (micro >= 0 && m != micro)
+			return;	/* two candidates: say nothing rather than guess */
+		micro = m;
+	}
+	if (micro >= 0 && mlen + 5 < len)
+		snprintf(ver + mlen, len - mlen, ".%u", (unsigned)micro & 0x3ff);
+}
+
 static int inspect_elf(Elf *elf, uint64_t fsize, const char *name,
 		       struct pyelf_info *out, char *err, size_t errlen)
 {
@@ -461,6 +538,8 @@ static int inspect_elf(Elf *elf, uint64_t fsize, const char *name,
 		out->code_type_vaddr = syms.code_type;
 	if (syms.py_version && vaddr_loaded(elf, fsize, syms.py_version, 8, NULL))
 		out->py_version_vaddr = syms.py_version;
+	else
+		micro_from_rodata(elf, fsize, out->soname_version, sizeof(out->soname_version));
 	for (i = 0; i < LAYOUT_SYM_NR; i++)
 		if (syms.sym[i] && vaddr_loaded(elf, fsize, syms.sym[i],
 						layout_symbol(i)->size ? layout_symbol(i)->size : 1,

@@ -112,6 +112,27 @@ int pyobj_long(const struct target *t, uint64_t addr, int64_t *v)
 	return pyobj_long_from(t, buf, o->long_digits + ndig * 4, v);
 }
 
+/*
+ * 3.8-3.10 keys (PYOBJ_DICTOFFSET): dk_size index slots of the smallest
+ * width that holds dk_size, then {hash, key, value} entries; a split
+ * table's values are a plain array.
+ */
+static int keys_view_sized(uint64_t keys, uint64_t values, const uint8_t *h,
+			   const struct pyobj_layout *o, struct dview *v)
+{
+	uint64_t size = load_u64(h + o->dk_size), width;
+	int64_t n = (int64_t)load_u64(h + o->dk_nentries);
+
+	if (!size || size > (1ULL << 32) || (size & (size - 1)) || n < 0 || n > LOOKUP_MAX * 8)
+		return -EINVAL;
+	width = size <= 0xff ? 1 : size <= 0xffff ? 2 : 4;
+	v->entries = keys + o->dk_indices + size * width;
+	v->values = values ? values + o->values_off : 0;
+	v->n = n;
+	v->general = 1;
+	return 0;
+}
+
 static int keys_view(const struct target *t, uint64_t keys, uint64_t values, struct dview *v)
 {
 	const struct pyobj_layout *o = lay(t);
@@ -121,6 +142,8 @@ static int keys_view(const struct target *t, uint64_t keys, uint64_t values, str
 
 	if (!keys || o->dk_indices > sizeof(h) || remote_read(t->pid, keys, h, o->dk_indices))
 		return -EINVAL;
+	if (o->managed == PYOBJ_DICTOFFSET)
+		return keys_view_sized(keys, values, h, o, v);
 	log2_ib = h[o->dk_log2_index_bytes];
 	kind = h[o->dk_kind];
 	n = (int64_t)load_u64(h + o->dk_nentries);
@@ -253,13 +276,22 @@ static int attr_view(const struct target *t, uint64_t obj, struct dview *v)
 	const struct pyobj_layout *o = lay(t);
 	uint64_t pre[6], flags = 0, basic = 0, cached = 0, dict = 0, values = 0;
 	uint8_t ty[TYPE_HDR_MAX];
-	uint16_t need = o->ht_cached_keys + 8;
+	uint16_t need = (o->ht_cached_keys > o->tp_dictoffset ? o->ht_cached_keys : o->tp_dictoffset) + 8;
 	uint8_t valid = 1;
+	int64_t off;
 
 	/* the two words before the GC header, the object header */
 	if (need > sizeof(ty) || remote_read(t->pid, obj - 32, pre, sizeof(pre)) ||
 	    remote_read(t->pid, pre[5], ty, need))
 		return -EINVAL;
+	if (o->managed == PYOBJ_DICTOFFSET) {
+		/* 3.8-3.10: the __dict__ pointer at tp_dictoffset (< 0: from the
+		 * end of a variable-size object, not followed) */
+		off = (int64_t)load_u64(ty + o->tp_dictoffset);
+		if (off <= 0 || off > 4096 || rd64(t, obj + (uint64_t)off, &dict) || !dict)
+			return -EINVAL;
+		return dict_view(t, dict, v);
+	}
 	flags = load_u64(ty + o->tp_flags);
 	basic = load_u64(ty + o->tp_basicsize);
 	cached = load_u64(ty + o->ht_cached_keys);

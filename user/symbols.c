@@ -32,7 +32,7 @@ struct pending {
 	struct code_key key;
 	struct code_info *ci;
 	uint8_t code[TB_READ_MAX * 4];
-	struct obj_read obj[3];	/* qualname, filename, linetable */
+	struct obj_read obj[4];	/* qualname, filename, linetable, co_code (3.8-3.10) */
 	uint8_t *bytecode;	/* --opcodes: co_code_adaptive, 2 bytes a unit */
 	uint32_t units;
 };
@@ -166,7 +166,7 @@ static void peek_objects(const struct target *t, struct pending *p, int n)
 		if (p[i].bytecode)
 			req[m++] = (struct remote_req){ p[i].key.addr + l->walk.off.co_adaptive,
 							p[i].bytecode, 2 * (size_t)p[i].units, 0 };
-		for (j = 0; j < 3; j++) {
+		for (j = 0; j < 4; j++) {
 			struct obj_read *o = &p[i].obj[j];
 
 			if (!o->addr)
@@ -182,7 +182,7 @@ static void peek_objects(const struct target *t, struct pending *p, int n)
 	for (i = 0, m = 0; i < n; i++) {
 		if (p[i].bytecode && req[m++].ok)
 			keep_opcodes(t, &p[i]);
-		for (j = 0; j < 3; j++) {
+		for (j = 0; j < 4; j++) {
 			struct obj_read *o = &p[i].obj[j];
 
 			if (!o->addr || !o->buf)
@@ -241,6 +241,21 @@ static char *decode_str(const struct target *t, struct obj_read *o)
 	return out;
 }
 
+/*
+ * Code units of a bytecode kept in a bytes object (co_code, 3.8-3.10), 0
+ * if unknown: where the last range of a co_lnotab ends.
+ */
+static int32_t code_units(const struct target *t, const struct pending *p)
+{
+	const struct obj_read *o = &p->obj[3];
+	size_t nbytes;
+
+	if (!o->buf || pybytes_locate(&t->layout.str, o->buf, o->have, 2 * MAX_CODE_UNITS,
+				      NULL, &nbytes))
+		return 0;
+	return (int32_t)(nbytes / 2);
+}
+
 static void decode_linetable(const struct target *t, struct pending *p)
 {
 	struct obj_read *o = &p->obj[2];
@@ -253,7 +268,8 @@ static void decode_linetable(const struct target *t, struct pending *p)
 	data = object_data(t, o, off, nbytes);
 	if (!data)
 		return;
-	linetable_decode(data, nbytes, p->ci->firstlineno, &p->ci->lt);
+	linetable_decode_fmt(t->layout.lines, data, nbytes, p->ci->firstlineno,
+			     code_units(t, p), &p->ci->lt);
 	free(data);
 }
 
@@ -282,6 +298,9 @@ static void want_bytecode(const struct target *t, struct pending *p)
 {
 	uint64_t units = load_u64(p->code + t->layout.obj.var_size);
 
+	/* Bytecode in a bytes object (3.8-3.10): no opcode tables for those. */
+	if (t->layout.co_code)
+		return;
 	if (!units || units > MAX_CODE_UNITS)
 		return;
 	p->bytecode = malloc(2 * units);
@@ -311,6 +330,10 @@ static void read_batch(struct symbols *s, const struct target *t, struct pending
 		p[i].obj[1].addr = load_u64(p[i].code + l->co_filename);
 		p[i].obj[2].addr = load_u64(p[i].code + l->co_linetable);
 		p[i].obj[2].is_bytes = 1;
+		if (l->co_code) {
+			p[i].obj[3].addr = load_u64(p[i].code + l->co_code);
+			p[i].obj[3].is_bytes = 1;
+		}
 	}
 	peek_objects(t, p, n);
 	for (i = 0; i < n; i++) {
@@ -318,7 +341,7 @@ static void read_batch(struct symbols *s, const struct target *t, struct pending
 			finish_one(t, &p[i]);
 		if (!p[i].ci->qualname)
 			s->failures++;
-		for (int j = 0; j < 3; j++)
+		for (int j = 0; j < 4; j++)
 			free(p[i].obj[j].buf);
 		free(p[i].bytecode);
 	}

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Fuzz the location-table decoder (user/linetable.c). Input: a 4-byte
- * co_firstlineno, then the co_linetable bytes, read from a target.
+ * Fuzz the line-table decoders (user/linetable.c, user/linetable_old.c).
+ * Input: a 4-byte header, then the table bytes, read from a target. A
+ * header whose top two bits are 01 or 10 selects 3.8/3.9's co_lnotab or
+ * 3.10's co_linetable (first line: its low 30 bits; then 4 bytes of code
+ * length in units, masked); otherwise it is a 3.11+ co_firstlineno.
  *
  * Besides "no crash, no overflow", the decoder is checked against a
  * reference written here from CPython's Objects/locations.md, one line per
@@ -94,6 +97,122 @@ static long ref_decode(const uint8_t *t, size_t n, int32_t first, int32_t *lines
 	return (long)units;
 }
 
+/* ---- 3.8-3.10: per byte address, as CPython's own lookups walk them ---- */
+
+#define OLD_MAX_BYTES	4096
+#define OLD_UNITS_MASK	0xffff
+
+/* Pairs of (address delta, line delta); -1: malformed. */
+static int ref_old_check(int fmt, const uint8_t *t, size_t n, int32_t first, int64_t code_bytes)
+{
+	int64_t addr = 0, line = first;
+	size_t i;
+
+	if (n & 1)
+		return -1;
+	for (i = 0; i < n; i += 2) {
+		addr += t[i];
+		if (code_bytes && addr > code_bytes)
+			return -1;
+		if (fmt == LINETABLE_310 && (int8_t)t[i + 1] == -128)
+			continue;
+		line += (int8_t)t[i + 1];
+		if (line < INT32_MIN || line > INT32_MAX)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * A sweep over byte addresses q = 0, 2, 4, ... (each call the next one):
+ * co_lnotab's line is first plus the increments of every pair whose running
+ * address is <= q; 3.10's is the line of the non-empty range [start, end)
+ * holding q, none past the table.
+ */
+struct sweep {
+	const uint8_t *t;
+	size_t n, i;		/* next pair */
+	int64_t addr, line;	/* running address and line through pair i - 1 */
+	int32_t cur;		/* 3.10: the line of the range ending at addr */
+};
+
+static int32_t sweep_lnotab(struct sweep *w, int64_t q)
+{
+	while (w->i < w->n && w->addr + w->t[w->i] <= q) {
+		w->addr += w->t[w->i];
+		w->line += (int8_t)w->t[w->i + 1];
+		w->i += 2;
+	}
+	return (int32_t)w->line;
+}
+
+static int32_t sweep_310(struct sweep *w, int64_t q)
+{
+	while (w->addr <= q) {
+		int d;
+
+		if (w->i >= w->n)
+			return NO_LINE;
+		d = (int8_t)w->t[w->i + 1];
+		w->addr += w->t[w->i];
+		if (d != -128)
+			w->line += d;
+		w->cur = d == -128 ? NO_LINE : (int32_t)w->line;
+		w->i += 2;
+	}
+	return w->cur;
+}
+
+static void fuzz_old(int fmt, const uint8_t *data, size_t size)
+{
+	const uint8_t *t = data + 8;
+	size_t n = size - 8, i;
+	int64_t span = 0, u, last;
+	struct linetable lt;
+	struct sweep w;
+	uint32_t h, cu;
+	int32_t first, units;
+	int ret, want_ok;
+
+	memcpy(&h, data, 4);
+	memcpy(&cu, data + 4, 4);
+	first = (int32_t)(h & 0x3fffffff);
+	units = (int32_t)(cu & OLD_UNITS_MASK);
+
+	if (n > OLD_MAX_BYTES)
+		return;
+	ret = linetable_decode_fmt(fmt, t, n, first, units, &lt);
+	want_ok = !ref_old_check(fmt, t, n, first, 2 * (int64_t)units);
+	FUZZ_CHECK((ret == 0) == want_ok, "old format %d: decoder says %d, reference %d", fmt,
+		   ret, want_ok);
+	if (ret) {
+		FUZZ_CHECK(lt.r == NULL && lt.n == 0, "error left ranges behind");
+		return;
+	}
+	for (i = 0; i < n; i += 2)
+		span += t[i];
+	last = units ? units : span / 2 + 4;	/* an open co_lnotab runs on */
+	for (i = 0; i < lt.n; i++) {
+		FUZZ_CHECK(lt.r[i].start < lt.r[i].end, "empty range %zu", i);
+		FUZZ_CHECK(lt.r[i].start == (i ? lt.r[i - 1].end : 0), "range %zu starts at %d",
+			   i, lt.r[i].start);
+		FUZZ_CHECK(!i || lt.r[i].line != lt.r[i - 1].line, "ranges %zu, %zu not merged",
+			   i - 1, i);
+	}
+	FUZZ_CHECK(linetable_line(&lt, -1) == first, "not-started frame");
+	w = (struct sweep){ .t = t, .n = n, .line = first, .cur = NO_LINE };
+	for (u = 0; u <= last; u++) {
+		int32_t want = fmt == LINETABLE_LNOTAB ? sweep_lnotab(&w, 2 * u) :
+			sweep_310(&w, 2 * u);
+
+		if (units && u >= units)
+			want = NO_LINE;
+		FUZZ_CHECK(linetable_line(&lt, (int32_t)u) == want, "format %d unit %lld: line %d, want %d",
+			   fmt, (long long)u, linetable_line(&lt, (int32_t)u), want);
+	}
+	linetable_free(&lt);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static int32_t want[8 * 65536];
@@ -107,6 +226,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 4)
 		return 0;
 	memcpy(&first, data, 4);
+	if ((((uint32_t)first >> 30) == 1 || ((uint32_t)first >> 30) == 2)) {
+		if (size >= 8)
+			fuzz_old((uint32_t)first >> 30 == 1 ? LINETABLE_LNOTAB : LINETABLE_310,
+				 data, size);
+		return 0;
+	}
 	t = data + 4;
 	n = size - 4;
 	if (n > 65536)

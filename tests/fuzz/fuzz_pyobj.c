@@ -76,10 +76,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	outsz = 1 + fz_u8(&f) % 160;
 	memset(&t, 0, sizeof(t));
 	t.pid = getpid();
-	if (ver % 3 == 2 ? layout_from_debug_offsets(debug_offsets_313, sizeof(debug_offsets_313),
-						     0, &t.layout) :
-			   layout_from_version(versions[ver % 3], 0, &t.layout))
+	/* 0xa_, 0xb_: 3.10 and 3.8 (dicts by dk_size, __dict__ at tp_dictoffset) */
+	if ((ver & 0xe0) == 0xa0) {
+		if (layout_from_version((ver & 0x10) ? 0x030812f0 : 0x030a0df0, 0, &t.layout))
+			return 0;
+	} else if (ver % 3 == 2 ? layout_from_debug_offsets(debug_offsets_313,
+							    sizeof(debug_offsets_313), 0, &t.layout) :
+		   layout_from_version(versions[ver % 3], 0, &t.layout)) {
 		return 0;
+	}
 	memset(image, 0, sizeof(image));
 	fz_bytes(&f, image, f.left < IMAGE_MAX ? f.left : IMAGE_MAX);
 	for (i = 0; i < IMAGE_MAX / 8; i++)

@@ -10,7 +10,7 @@ Environment:
   TB_TEST_PYTHONS    interpreters to test, comma or space separated; each is a
                      pyenv version ("3.12.1"), an absolute path
                      ("/usr/bin/python3.11") or a Debian sid build by its
-                     label ("sid-3.14", see SID_ROOT). Default: DEFAULT_PYTHONS below.
+                     label ("sid-3.14", see SID_ROOT; "deb11-3.9", DEB11_ROOT). Default: DEFAULT_PYTHONS below.
   TB_TEST_ARTIFACTS  per-test directory for outputs (set by run.py)
 """
 
@@ -42,6 +42,10 @@ SID_ROOT = os.path.join(os.environ.get("TB_CACHE", os.path.expanduser("~/.cache/
                         "debian-sid", "root", "usr", "bin")
 DEFAULT_PYTHONS += [os.path.join(SID_ROOT, "python%s-host" % v) for v in ("3.13", "3.14", "3.15")
                     if os.path.exists(os.path.join(SID_ROOT, "python%s-host" % v))]
+# Debian 11's static python3.9 (3.9.2), by the same script: a wrapper that
+# sets PYTHONHOME and execs it; labelled deb11-3.9.
+DEB11_ROOT = os.path.join(os.environ.get("TB_CACHE", os.path.expanduser("~/.cache/tachyon-bpf")),
+                          "debian-bullseye", "root", "usr", "bin")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -79,6 +83,9 @@ class Interp:
         if spec.startswith("sid-"):     # TB_TEST_PYTHONS="sid-3.14": the label
             spec = os.path.join(SID_ROOT, "python%s-host" % spec[len("sid-"):])
             self.spec = spec
+        elif spec.startswith("deb11-"):
+            spec = os.path.join(DEB11_ROOT, "python%s-host" % spec[len("deb11-"):])
+            self.spec = spec
         if "/" in spec:
             self.path = spec
         else:
@@ -86,16 +93,29 @@ class Interp:
         self.label = spec
         base = os.path.basename(spec)
         if base.startswith("python") and base.endswith("-host"):
-            self.label = "sid-" + base[len("python"):-len("-host")]
+            suite = "deb11-" if os.path.dirname(spec) == DEB11_ROOT else "sid-"
+            self.label = suite + base[len("python"):-len("-host")]
 
     def exists(self):
         return os.path.isfile(self.path) and os.access(self.path, os.X_OK)
 
     def version(self):
-        out = subprocess.run([self.path, "-c",
-                              "import sys; print('%d.%d' % sys.version_info[:2])"],
-                             capture_output=True, text=True, timeout=30)
-        return out.stdout.strip()
+        if getattr(self, "_version", None) is None:
+            out = subprocess.run([self.path, "-c",
+                                  "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                 capture_output=True, text=True, timeout=30)
+            self._version = out.stdout.strip()
+        return self._version
+
+    def version_tuple(self):
+        return tuple(int(x) for x in self.version().split("."))
+
+    def shown(self, qualname):
+        """The name the profiler shows for a function of this qualname:
+        before 3.11 code objects have no co_qualname, so names are bare."""
+        if self.version_tuple() < (3, 11):
+            return qualname.rsplit(".", 1)[-1]
+        return qualname
 
     def __repr__(self):
         return "Interp(%r)" % self.path

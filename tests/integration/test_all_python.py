@@ -184,7 +184,7 @@ def _ready(w, timeout_s=30):
 def test_all_python_mix():
     """Everything starts after the profiler: pyenv 3.11/3.12/3.13, Debian's
     static 3.11, multiprocessing pools (fork and spawn), a ~0.3 s process, an
-    embedded interpreter, and a 3.10 (refused once, left alone). Each must be
+    embedded interpreter, and a 3.7 (refused once, left alone). Each must be
     under its own `name [PID]` root with its own functions, sampled in
     proportion to the CPU it used; the 3.12 one exits mid-run."""
     prof = start_profiler(None, ["--all-python", "-F", 199, "-d", 100, "--pids", "-v"],
@@ -194,7 +194,7 @@ def test_all_python_mix():
     started = {}
     for tag, spec, secs in TAGGED:
         started[tag] = spawn_script(interp(spec), "tagged.py", tag, secs)
-    old = spawn_script(interp("3.10.13"), "tagged.py", "v310", 2)
+    old = spawn_script(interp("3.7.16"), "tagged.py", "v37", 2)
     mp_fork = spawn_script(py313, "mp_pool.py", "fork", 1.5)
     mp_spawn = spawn_script(py313, "mp_pool.py", "spawn", 1.5)
     emb = start_embedded()
@@ -209,7 +209,7 @@ def test_all_python_mix():
     cpu = {"v312": read_tagged(started["v312"], "DONE", 30)["cpu_s"], "short": short_done["cpu_s"]}
     check(started["v312"].wait(10) == 0, "the 3.12 process failed")
     read_tagged(old, "DONE", 30)
-    check(old.wait(10) == 0, "the 3.10 process did not finish normally (left alone?)")
+    check(old.wait(10) == 0, "the 3.7 process did not finish normally (left alone?)")
     # Stop the long-running ones (they report their CPU time), then the profiler.
     emb_cpu = emb.cpu_seconds()
     for tag in ("v311", "v313", "deb311"):
@@ -230,7 +230,7 @@ def test_all_python_mix():
                  % (what, pid, sorted(procs), res.where()))
         return p
 
-    tags = [t for t, _, _ in TAGGED] + ["short", "v310"]
+    tags = [t for t, _, _ in TAGGED] + ["short", "v37"]
     for tag, spec, _ in TAGGED + [("short", "3.13.0", 0.3)]:
         pid = short.pid if tag == "short" else started[tag].pid
         what = "%s (%s)" % (tag, spec)
@@ -249,15 +249,15 @@ def test_all_python_mix():
         check(not foreign, "%s (pid %d) has another process's functions %s: %s"
               % (what, pid, foreign, p.short()))
 
-    # 3.10: one line saying so, and nothing of it in the profile.
+    # 3.7: one line saying so, and nothing of it in the profile.
     lines = [l for l in res.err_lines() if re.search(r"\bpid %d\b" % old.pid, l)
              and "debug:" not in l]
-    check(len(lines) == 1 and "3.10 is too old" in lines[0] and "not profiled" in lines[0],
-          "3.10 process (pid %d): want one 'not profiled' line naming 3.10, got %r"
+    check(len(lines) == 1 and "3.7.16 is too old" in lines[0] and "not profiled" in lines[0],
+          "3.7 process (pid %d): want one 'not profiled' line naming 3.7.16, got %r"
           % (old.pid, lines))
-    p310 = procs.get(old.pid)
-    check(p310 is None or not (p310.names() & {"work_tagged", "leaf_tagged", "work_v310"}),
-          "3.10 process was profiled: %s" % (p310.short() if p310 else ""))
+    p37 = procs.get(old.pid)
+    check(p37 is None or not (p37.names() & {"work_tagged", "leaf_tagged", "work_v37"}),
+          "3.7 process was profiled: %s" % (p37.short() if p37 else ""))
 
     # The embedded interpreter: root frame is the executable's name.
     p = proc(emb.pid, "embedded")

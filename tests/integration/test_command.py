@@ -245,12 +245,12 @@ def test_command_stdout_apart():
 
 @timeout(60)
 def test_command_unsupported_python():
-    """-- python3.9 ...: one line naming Python 3.9 as too old, exit 1; not
+    """-- python3.7 ...: one line naming Python 3.7 as too old, exit 1; not
     'not a Python process' as well."""
-    py = common.pyenv_python("3.9.18")
+    py = common.pyenv_python("3.7.16")
     res = _run_cmd(["-F", 199], [py.path, "-c", "import time; time.sleep(1)"], timeout_s=30)
     lines = res.err_lines()
     check(res.rc == 1, "profiler %s, want exit 1 %s" % (common.sigdesc(res.rc), res.where()))
-    check(len(lines) == 1 and re.search(r"Python 3\.9 is too old", lines[0]),
-          "want one line saying Python 3.9 is too old, got %r" % lines)
+    check(len(lines) == 1 and re.search(r"Python 3\.7\.16 is too old", lines[0]),
+          "want one line saying Python 3.7.16 is too old, got %r" % lines)
     check("not a Python" not in res.err_text, "contradictory message: %r" % res.err_text)

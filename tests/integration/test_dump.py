@@ -124,11 +124,12 @@ def test_dump_threads(python):
     for tid, (name, state, gil, frames) in threads.items():
         check(frames, "thread %d has no frames %s" % (tid, where))
         by_leaf[frames[0][2]] = (tid, state, frames)
-    want = {"Main.run", "nest", "busy", "waiter"}
+    main_run = python.shown("Main.run")
+    want = {main_run, "nest", "busy", "waiter"}
     check(set(by_leaf) == want, "innermost functions %s, expected %s %s"
           % (sorted(by_leaf), sorted(want), where))
     # Python's thread names (threading), not the kernel's comm ("python3")
-    py_names = {"Main.run": "MainThread", "nest": "sleeper", "busy": "busy", "waiter": "waiter"}
+    py_names = {main_run: "MainThread", "nest": "sleeper", "busy": "busy", "waiter": "waiter"}
     for leaf, (tid, _, _) in by_leaf.items():
         name = threads[tid][0]
         check(name == py_names[leaf], "thread %d (in %s) named %r, its Python name is %r %s"
@@ -141,9 +142,9 @@ def test_dump_threads(python):
         check(got == spec, "%s: frames (innermost first) %s, expected %s %s"
               % (what, got, spec, where))
 
-    tid, state, fr = by_leaf["Main.run"]
+    tid, state, fr = by_leaf[main_run]
     check(tid == w.pid, "Main.run is on thread %d, not the main thread %d" % (tid, w.pid))
-    expect(fr, [(script, L["main"], "Main.run"), (script, L["module"], "<module>")], "main")
+    expect(fr, [(script, L["main"], main_run), (script, L["module"], "<module>")], "main")
     check(len(fr) == 2, "main thread has %d frames, expected 2: %s" % (len(fr), fr))
     check(state == "sleeping", "main thread (in time.sleep) is %r" % state)
 
@@ -156,8 +157,8 @@ def test_dump_threads(python):
         check(tid != w.pid, "%s runs on the main thread %s" % (leaf, where))
         expect(fr, spec, leaf)
         rest = [(os.path.basename(f), fn) for f, _, fn in fr[len(spec):]]
-        check(rest == [("threading.py", "Thread.run"), ("threading.py", "Thread._bootstrap_inner"),
-                       ("threading.py", "Thread._bootstrap")],
+        check(rest == [("threading.py", python.shown(q)) for q in
+                       ("Thread.run", "Thread._bootstrap_inner", "Thread._bootstrap")],
               "%s: frames under the thread function %s, expected Thread.run, "
               "_bootstrap_inner, _bootstrap in threading.py %s" % (leaf, rest, where))
     for leaf in ("nest", "waiter"):

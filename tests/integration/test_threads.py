@@ -26,7 +26,7 @@ def test_threads(python):
             errors.append("thread stack root %r, want a frame in threading.py "
                           "(Thread._bootstrap)" % s.root.raw)
         idx = s.names.index(ws[0])
-        if idx == 0 or s.frames[idx - 1].name != "Thread.run":
+        if idx == 0 or s.frames[idx - 1].name != python.shown("Thread.run"):
             errors.append("%s not called from Thread.run: %s" % (ws[0], s.short(4)))
     missing = [k for k, v in sorted(per.items()) if v == 0]
     if missing:

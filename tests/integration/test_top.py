@@ -251,10 +251,10 @@ def test_top_attach_errors():
     """A target top cannot watch: one line, exit 1, no crash (top's screen
     was never set up, so there is nothing to tear down)."""
     sleeper = spawn(["sleep", "60"], stdin=subprocess.DEVNULL)
-    old = start_workload(pyenv_python("3.10.13"), "spinner.py", 60)
+    old = start_workload(pyenv_python("3.7.16"), "spinner.py", 60)
     for pid, what, word in ((unused_pid(), "no such pid", "no such process"),
                             (sleeper.pid, "not Python", "not a Python process"),
-                            (old.pid, "Python 3.10", "3.10")):
+                            (old.pid, "Python 3.7", "3.7")):
         p = subprocess.run([binary(), "top", "-p", str(pid)], stdin=subprocess.DEVNULL,
                            capture_output=True, timeout=20)
         e = p.stderr.decode().strip()

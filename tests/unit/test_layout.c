@@ -365,7 +365,7 @@ static void test_builtin_tables(void **state)
 	assert_int_equal(l.walk.off.cframe_prev, 8);
 	assert_int_equal(l.walk.off.ts_native_tid, 144);
 	assert_int_equal(l.walk.off.ts_status, 24);		/* gdb ptype /o on 3.12.1 */
-	assert_int_equal(layout_from_version(0x030a0df0, 0, &l), LAYOUT_UNSUPPORTED);
+	assert_int_equal(layout_from_version(0x030710f0, 0, &l), LAYOUT_UNSUPPORTED);
 	assert_int_equal(layout_from_version(0x030c00a1, 0, &l), LAYOUT_PRERELEASE);
 	assert_int_equal(layout_from_version(0x020700f0, 0, &l), LAYOUT_UNSUPPORTED);
 }
@@ -386,6 +386,54 @@ static int resolve_num(uint32_t py_version, const char *file_version, struct py_
 	return layout_resolve(&f, 0, l);
 }
 
+/*
+ * 3.8 to 3.10: frame objects, threads by pthread_self(), bare names; the
+ * version from the file name ("3.10") or with the micro from .rodata. The
+ * offsets are the DWARF's of pyenv 3.8.18, 3.9.18, 3.10.13.
+ */
+static void test_frame_object_tables(void **state)
+{
+	static const struct {
+		const char *file;
+		uint16_t lasti, gil, gc;
+		uint32_t lasti_bytes, lines;
+	} rows[] = {
+		{ "3.8.18", 104, 1152, 544, TB_F_LASTI_BYTES, LINETABLE_LNOTAB },
+		{ "3.9", 104, 352, 816, TB_F_LASTI_BYTES, LINETABLE_LNOTAB },
+		{ "3.10.13", 96, 352, 816, 0, LINETABLE_310 },
+	};
+	struct py_layout l;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		assert_int_equal(resolve_num(0, rows[i].file, &l), LAYOUT_OK);
+		assert_string_equal(l.name, rows[i].file);
+		assert_int_equal(l.walk.off.features & ~TB_F_LASTI_BYTES,
+				 TB_F_FRAME_OBJECT | TB_F_PTHREAD_ID);
+		assert_int_equal(l.walk.off.features & TB_F_LASTI_BYTES, rows[i].lasti_bytes);
+		assert_int_equal(l.walk.off.fr_instr, rows[i].lasti);
+		assert_int_equal(l.walk.off.fr_previous, 24);	/* f_back */
+		assert_int_equal(l.walk.off.fr_code, 32);
+		assert_int_equal(l.walk.off.ts_frame, 24);
+		assert_int_equal(l.walk.off.ts_native_tid, 176);	/* thread_id */
+		assert_int_equal(l.walk.off.ts_status, TB_NO_OFFSET);
+		assert_int_equal(l.walk.off.fr_read, rows[i].lasti + 8);
+		assert_int_equal(l.gil_in_runtime, rows[i].gil);
+		assert_int_equal(l.gc_collecting, rows[i].gc);
+		assert_int_equal(l.lines, rows[i].lines);
+		assert_int_equal(l.co_qualname, l.co_name);	/* no co_qualname */
+		assert_int_equal(l.co_code, 48);
+		assert_int_equal(l.interp_code_gen, TB_NO_OFFSET);	/* no memo */
+		/* objects: dicts by dk_size, __dict__ at tp_dictoffset */
+		assert_int_equal(l.obj.managed, PYOBJ_DICTOFFSET);
+		assert_int_equal(l.obj.interp_modules, i ? 856 : 56);
+		assert_int_equal(l.obj.fr_localsplus, rows[i].lasti == 96 ? 352 : 360);
+		assert_int_equal(l.obj.ts_thread_id, l.walk.off.ts_native_tid);
+		assert_int_equal(l.obj.co_localspluskinds, 0);	/* co_varnames, cells apart */
+	}
+}
+
 /* Messages name the version found and the range the tables cover, once. */
 static void test_explain(void **state)
 {
@@ -396,10 +444,10 @@ static void test_explain(void **state)
 	assert_int_equal(resolve_num(0, "2.7", &l), LAYOUT_UNSUPPORTED);
 	layout_explain(&l, LAYOUT_UNSUPPORTED, msg, sizeof(msg));
 	assert_non_null(strstr(msg, "Python 2.7 is too old"));
-	assert_non_null(strstr(msg, "3.11 to 3.15"));
-	assert_int_equal(resolve_num(0, "3.10", &l), LAYOUT_UNSUPPORTED);
+	assert_non_null(strstr(msg, "3.8 to 3.15"));
+	assert_int_equal(resolve_num(0, "3.7.16", &l), LAYOUT_UNSUPPORTED);
 	layout_explain(&l, LAYOUT_UNSUPPORTED, msg, sizeof(msg));
-	assert_non_null(strstr(msg, "Python 3.10 is too old"));
+	assert_non_null(strstr(msg, "Python 3.7.16 is too old"));
 	load_313();
 	put64(8, 0x031000f0);
 	assert_int_equal(resolve_buf(584, 0, &l), LAYOUT_UNSUPPORTED);
@@ -456,9 +504,9 @@ static void test_range(void **state)
 	struct py_layout l;
 
 	(void)state;
-	assert_string_equal(layout_supported(), "3.11 to 3.15");
-	assert_int_equal(resolve_num(0x030b00f0, "", &l), LAYOUT_OK);	/* the oldest */
-	assert_int_equal(resolve_num(0x030a0df0, "", &l), LAYOUT_UNSUPPORTED);
+	assert_string_equal(layout_supported(), "3.8 to 3.15");
+	assert_int_equal(resolve_num(0, "3.8", &l), LAYOUT_OK);	/* the oldest */
+	assert_int_equal(resolve_num(0, "3.7", &l), LAYOUT_UNSUPPORTED);
 	memcpy(buf, debug_offsets_315, sizeof(debug_offsets_315));	/* the newest */
 	assert_int_equal(resolve_buf(sizeof(debug_offsets_315), 0, &l), LAYOUT_OK);
 	assert_string_equal(l.name, "3.15.2");
@@ -468,7 +516,7 @@ static void test_range(void **state)
  * newer one takes the nearest layout, an older one never. */
 static void test_refusal(void **state)
 {
-	static const char *const old[] = { "2", "2.7", "3.7", "3.10" };
+	static const char *const old[] = { "2", "2.7", "3.6", "3.7", "3.7.16" };
 	struct py_layout l;
 	size_t i;
 
@@ -478,9 +526,9 @@ static void test_refusal(void **state)
 		assert_true(layout_too_old(&l));
 		assert_string_equal(l.name, old[i]);
 	}
-	assert_int_equal(resolve_num(0x030a0df0, "", &l), LAYOUT_UNSUPPORTED);
+	assert_int_equal(resolve_num(0x030710f0, "", &l), LAYOUT_UNSUPPORTED);
 	assert_true(layout_too_old(&l));
-	assert_string_equal(l.name, "3.10.13");
+	assert_string_equal(l.name, "3.7.16");
 	memcpy(buf, debug_offsets_315, sizeof(debug_offsets_315));
 	put64(8, 0x031000f0);
 	assert_int_equal(resolve_buf(sizeof(debug_offsets_315), 0, &l), LAYOUT_UNSUPPORTED);
@@ -488,7 +536,7 @@ static void test_refusal(void **state)
 	assert_int_equal(resolve_buf(sizeof(debug_offsets_315), LAYOUT_FORCE, &l), LAYOUT_OK);
 	assert_string_equal(l.name, "3.16.0");
 	assert_int_equal(l.obj.managed, PYOBJ_NONE);	/* objects not guessed */
-	assert_int_equal(layout_from_version(0x030a0df0, LAYOUT_FORCE, &l), LAYOUT_UNSUPPORTED);
+	assert_int_equal(layout_from_version(0x030710f0, LAYOUT_FORCE, &l), LAYOUT_UNSUPPORTED);
 }
 
 /*
@@ -710,6 +758,7 @@ int main(void)
 		cmocka_unit_test(test_inconsistent),
 		cmocka_unit_test(test_builtin_tables),
 		cmocka_unit_test(test_explain),
+		cmocka_unit_test(test_frame_object_tables),
 		cmocka_unit_test(test_resolve_rows),
 		cmocka_unit_test(test_range),
 		cmocka_unit_test(test_refusal),

@@ -2,7 +2,8 @@
 /*
  * Unit tests for user/linetable.c: every code unit of every fixture code
  * object (generated from real 3.11/3.12/3.13 interpreters by
- * scripts/gen-linetable-fixtures.py), the worked examples of
+ * scripts/gen-linetable-fixtures.py, and from 3.8/3.9/3.10 by
+ * scripts/gen-linetable-fixtures-old.py), the worked examples of
  * python-internals.md §6, and malformed or random input.
  */
 #include <errno.h>
@@ -19,6 +20,9 @@
 #include "fixtures/linetable_311.h"
 #include "fixtures/linetable_312.h"
 #include "fixtures/linetable_313.h"
+#include "fixtures/linetable_38.h"
+#include "fixtures/linetable_39.h"
+#include "fixtures/linetable_310.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -36,24 +40,31 @@ static void assert_well_formed(const struct linetable *lt, size_t len)
 	}
 }
 
+/* Every code unit of the fixture on the line its interpreter gave. */
+static void assert_fixture_lines(const struct linetable *lt, const struct lt_fixture *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->n_units; i++) {
+		int32_t got = linetable_line(lt, (int32_t)i);
+
+		if (got != f->lines[i])
+			fail_msg("%s (first %d): unit %zu: line %d, want %d",
+				 f->name, f->firstlineno, i, got, f->lines[i]);
+	}
+}
+
 static void check_fixture(const struct lt_fixture *f)
 {
 	struct linetable lt;
 	int32_t end;
-	size_t i;
 
 	if (linetable_decode(f->table, f->table_len, f->firstlineno, &lt))
 		fail_msg("%s: decode failed", f->name);
 	assert_well_formed(&lt, f->table_len);
 	assert_int_equal(linetable_line(&lt, -1), f->firstlineno);
 
-	for (i = 0; i < f->n_units; i++) {
-		int32_t got = linetable_line(&lt, (int32_t)i);
-
-		if (got != f->lines[i])
-			fail_msg("%s (first %d): unit %zu: line %d, want %d",
-				 f->name, f->firstlineno, i, got, f->lines[i]);
-	}
+	assert_fixture_lines(&lt, f);
 	/* The table covers the code exactly; anything past it has no line. */
 	end = lt.n ? lt.r[lt.n - 1].end : 0;
 	assert_int_equal(end, (int32_t)f->n_units);
@@ -336,12 +347,113 @@ static void test_mutated_fixtures(void **state)
 	}
 }
 
+/* A 3.8-3.10 table: the interpreter's line for every code unit. */
+static void check_old_fixture(int format, const struct lt_fixture *f)
+{
+	struct linetable lt;
+
+	if (linetable_decode_fmt(format, f->table, f->table_len, f->firstlineno,
+				 (int32_t)f->n_units, &lt))
+		fail_msg("%s: decode failed", f->name);
+	assert_well_formed(&lt, f->table_len / 2 + 1);
+	assert_int_equal(linetable_line(&lt, -1), f->firstlineno);
+	assert_fixture_lines(&lt, f);
+	/* Nothing past the code, whose length closes the last range. */
+	assert_int_equal(linetable_line(&lt, (int32_t)f->n_units), -1);
+	linetable_free(&lt);
+	/* Without the code's length a co_lnotab's last line runs on. */
+	if (format != LINETABLE_LNOTAB || !f->n_units)
+		return;
+	assert_int_equal(linetable_decode_fmt(format, f->table, f->table_len, f->firstlineno,
+					      0, &lt), 0);
+	assert_int_equal(linetable_line(&lt, (int32_t)f->n_units + 1000),
+			 f->lines[f->n_units - 1]);
+	linetable_free(&lt);
+}
+
+static void check_old_fixtures(int format, const struct lt_fixture *f, size_t n)
+{
+	size_t i;
+
+	assert_true(n > 0);
+	for (i = 0; i < n; i++)
+		check_old_fixture(format, &f[i]);
+}
+
+static void test_fixtures_38(void **state)
+{
+	(void)state;
+	check_old_fixtures(LINETABLE_LNOTAB, lt_fixtures_38, ARRAY_SIZE(lt_fixtures_38));
+}
+
+static void test_fixtures_39(void **state)
+{
+	(void)state;
+	check_old_fixtures(LINETABLE_LNOTAB, lt_fixtures_39, ARRAY_SIZE(lt_fixtures_39));
+}
+
+static void test_fixtures_310(void **state)
+{
+	(void)state;
+	check_old_fixtures(LINETABLE_310, lt_fixtures_310, ARRAY_SIZE(lt_fixtures_310));
+}
+
+/*
+ * Hand-made tables for what the fixtures may not show: co_lnotab's split
+ * entries (address 255 + 45, line +127 + 3, negative deltas), 3.10's
+ * no-line ranges and zero-length entries, and what CPython never writes.
+ */
+static void test_old_forms(void **state)
+{
+	/* 3.8: +300 bytes in two entries, then +130 lines in two, then -5. */
+	static const uint8_t lnotab[] = { 0xff, 0x00, 0x2d, 0x7f, 0x00, 0x03, 0x04, 0xfb };
+	/* 3.10: [0,4) +1, [4,8) none, [8,8) +200 split, [8,12) +0 */
+	static const uint8_t lt310[] = { 0x04, 0x01, 0x04, 0x80, 0x00, 0x7f, 0x00, 0x49,
+					 0x04, 0x00 };
+	struct linetable lt;
+
+	(void)state;
+	assert_int_equal(linetable_decode_fmt(LINETABLE_LNOTAB, lnotab, sizeof(lnotab), 10,
+					      200, &lt), 0);
+	assert_int_equal(linetable_line(&lt, 0), 10);
+	assert_int_equal(linetable_line(&lt, 149), 10);		/* byte 298 */
+	assert_int_equal(linetable_line(&lt, 150), 140);	/* byte 300: +127 +3 */
+	assert_int_equal(linetable_line(&lt, 151), 140);
+	assert_int_equal(linetable_line(&lt, 152), 135);	/* byte 304: -5 */
+	assert_int_equal(linetable_line(&lt, 199), 135);
+	assert_int_equal(linetable_line(&lt, 200), -1);
+	linetable_free(&lt);
+	/* A table past the end of the code is no table of this code. */
+	assert_int_equal(linetable_decode_fmt(LINETABLE_LNOTAB, lnotab, sizeof(lnotab), 10,
+					      100, &lt), -EINVAL);
+	assert_int_equal(linetable_decode_fmt(LINETABLE_310, lt310, sizeof(lt310), 1, 6, &lt), 0);
+	assert_int_equal(linetable_line(&lt, 0), 2);
+	assert_int_equal(linetable_line(&lt, 1), 2);
+	assert_int_equal(linetable_line(&lt, 2), -1);
+	assert_int_equal(linetable_line(&lt, 3), -1);
+	assert_int_equal(linetable_line(&lt, 4), 202);
+	assert_int_equal(linetable_line(&lt, 5), 202);
+	assert_int_equal(linetable_line(&lt, 6), -1);
+	linetable_free(&lt);
+	/* Half a pair, an unknown format: refused, nothing left behind. */
+	assert_int_equal(linetable_decode_fmt(LINETABLE_310, lt310, 3, 1, 0, &lt), -EINVAL);
+	assert_null(lt.r);
+	assert_int_equal(linetable_decode_fmt(7, lt310, 2, 1, 0, &lt), -EINVAL);
+	assert_int_equal(linetable_decode_fmt(LINETABLE_LNOTAB, NULL, 0, 5, 0, &lt), 0);
+	assert_int_equal(linetable_line(&lt, 12345), 5);	/* all on the def line */
+	linetable_free(&lt);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fixtures_311),
 		cmocka_unit_test(test_fixtures_312),
 		cmocka_unit_test(test_fixtures_313),
+		cmocka_unit_test(test_fixtures_38),
+		cmocka_unit_test(test_fixtures_39),
+		cmocka_unit_test(test_fixtures_310),
+		cmocka_unit_test(test_old_forms),
 		cmocka_unit_test(test_worked_examples),
 		cmocka_unit_test(test_negative_index),
 		cmocka_unit_test(test_empty),

@@ -691,6 +691,52 @@ static void test_walk_sentinel(void **state)
 	assert_int_equal(ch.flags, 0);
 }
 
+/*
+ * 3.8-3.10: heap frame objects (no owner byte: any frame is a Python one,
+ * f_back NULL ends a complete chain), f_lasti in bytes or code units, and
+ * thread states named by pthread_self(), a 64-bit key.
+ */
+static void test_frame_objects(void **state)
+{
+	struct tb_walk w = layout312();
+	uint8_t fr[TB_READ_MAX + 8] = { 0 }, ts[TB_READ_MAX + 8] = { 0 };
+	struct tb_chain ch;
+
+	(void)state;
+	w.off.features = TB_F_FRAME_OBJECT | TB_F_LASTI_BYTES | TB_F_PTHREAD_ID;
+	w.off.fr_previous = 24;
+	w.off.fr_code = 32;
+	w.off.fr_instr = 104;
+	w.off.fr_owner = 0;
+	w.off.ts_native_tid = 176;
+	w.off.ts_status = NO;		/* no _status before 3.12 */
+	put64(fr, 0, 0xff);		/* ob_refcnt: no owner byte to misread */
+	put64(fr, 24, 0x9000);
+	put64(fr, 32, 0x7000);
+	put32(fr, 104, 20);		/* byte 20: code unit 10 */
+	tb_chain_init(&ch);
+	assert_int_equal(tb_chain_frame(&w, &ch, fr), TB_STEP_PYTHON);
+	assert_int_equal(ch.frame, 0x9000);
+	assert_int_equal(tb_frame_code(&w, fr), 0x7000);
+	assert_int_equal(tb_frame_index(&w, 0x7000, fr), 10);
+	assert_false(tb_frame_stack_window(&w));
+	w.off.features &= ~TB_F_LASTI_BYTES;	/* 3.10 counts code units */
+	assert_int_equal(tb_frame_index(&w, 0x7000, fr), 20);
+	put32(fr, 104, (uint32_t)-1);		/* not started */
+	assert_int_equal(tb_frame_index(&w, 0x7000, fr), -1);
+	w.off.features |= TB_F_LASTI_BYTES;
+	assert_int_equal(tb_frame_index(&w, 0x7000, fr), -1);
+	/* The outermost frame: f_back NULL, a complete chain. */
+	put64(fr, 24, 0);
+	assert_int_equal(tb_chain_frame(&w, &ch, fr), TB_STEP_PYTHON);
+	assert_true(tb_chain_done(&ch));
+	assert_int_equal(ch.flags, 0);
+	/* thread_id is pthread_self(): all 64 bits count. */
+	put64(ts, 176, 0x7f0012345678ULL);
+	assert_int_equal(tb_ts_owner(&w, ts, 0x7f0012345678ULL), 1);
+	assert_int_equal(tb_ts_owner(&w, ts, 0x12345678ULL), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -713,6 +759,7 @@ int main(void)
 		cmocka_unit_test_setup(test_walk_instr_out_of_bounds, reset),
 		cmocka_unit_test_setup(test_walk_entry_misplaced, reset),
 		cmocka_unit_test_setup(test_walk_sentinel, reset),
+		cmocka_unit_test_setup(test_frame_objects, reset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

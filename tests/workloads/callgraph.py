@@ -18,7 +18,8 @@ extra Python frames: the timing is inline in the caller) and, once stopped
   call_lines   {"caller->callee": [line of each call site]}
   hot_lines    {leaf: line of its `# HOT` loop}
 Prints `READY {"pid": N}` on stdout after the first (warm-up) cycle.
-Python 3.8+ syntax; qualnames as CPython 3.11+ reports them.
+Python 3.8+ syntax; qualnames as CPython 3.11+ reports them, bare names (co_name)
+before 3.11, as the profiler shows them there.
 """
 import ast
 import json
@@ -108,7 +109,8 @@ def static_graph(path):
         for ch in ast.iter_child_nodes(node):
             if isinstance(ch, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 q = prefix + ch.name
-                defs[ch.name] = q
+                # What the profiler shows: co_qualname from 3.11, co_name before.
+                defs[ch.name] = q if sys.version_info >= (3, 11) else ch.name
                 collect(ch, q + ".<locals>.")
             elif isinstance(ch, ast.ClassDef):
                 collect(ch, prefix + ch.name + ".")

@@ -143,8 +143,11 @@ def static_edges():
     edges.add(("reenter", "Key.__eq__"))
     edges.add(("reenter", "Key.__hash__"))
     skip = {"static_edges", "visit"}
-    return sorted([a, b] for a, b in edges if a not in skip and b not in skip
-                  and not a.startswith("static_edges"))
+    edges = [(a, b) for a, b in edges if a not in skip and b not in skip
+             and not a.startswith("static_edges")]
+    if sys.version_info < (3, 11):      # no co_qualname: frames are named by co_name
+        edges = {(a.rsplit(".", 1)[-1], b.rsplit(".", 1)[-1]) for a, b in edges}
+    return sorted([a, b] for a, b in edges)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ spawn, given by the parent in $TB_T0 (else the script start).
 usage: latency.py [SPIN_SECONDS]   (default 0.3)
 At the end prints `RESULT {json}`: pid, t0, script_start_ms (script start
 minus T0), cpu_s (CPU time used while spinning), slices (names run).
-Python 3.11+ (uses code.replace(co_qualname=...)).
+Python 3.8+ (code.replace(); co_qualname too on 3.11+).
 """
 import json
 import os
@@ -31,7 +31,10 @@ def run_slice(k):
     f = _funcs.get(k)
     if f is None:
         name = "at_%04dms" % (k * 10)
-        code = _slice.__code__.replace(co_name=name, co_qualname=name)
+        if sys.version_info >= (3, 11):
+            code = _slice.__code__.replace(co_name=name, co_qualname=name)
+        else:                   # no co_qualname: the name shown is co_name
+            code = _slice.__code__.replace(co_name=name)
         f = _funcs[k] = type(_slice)(code, globals(), name)
     f(T0 + (k + 1) * SLICE)
 

@@ -38,7 +38,9 @@ def work_tagged(deadline, duty):
 def _rename(fn, name):
     try:
         code = fn.__code__.replace(co_name=name, co_qualname=name)
-    except TypeError:           # < 3.11: no co_qualname
+    except TypeError:           # 3.8-3.10: no co_qualname, the name is co_name
+        code = fn.__code__.replace(co_name=name)
+    except AttributeError:      # < 3.8: no replace()
         return fn
     return type(fn)(code, fn.__globals__, name)
 
