@@ -657,11 +657,10 @@ static __always_inline int record_frame(struct walk_ctx *c, __u64 frame, const _
 
 	if (check || !c->m.ok || code == ch->code.addr || !memo_find(s, &c->m, &ch->code, frame, code))
 		err = code_info(s, &ch->code, code, check);
-	if (err) {
+	if (err)
 		count(c->cnt, err == TB_C_BAD_CODE ? TB_C_BAD_CODE : TB_C_READ_CODE);
-		return tb_chain_bad_frame(ch, i);
-	}
-	if (!tb_chain_linked(ch, frame))
+	/* One exit for both failures: one path for the verifier to follow. */
+	if (err || !tb_chain_linked(ch, frame))
 		return tb_chain_bad_frame(ch, i);
 	if (c->m.gen)
 		memo_put(s, &c->m, ch->depth, frame, &ch->code);
@@ -755,7 +754,11 @@ static __always_inline int walk_current(struct walk_ctx *c, __u32 pid, __u32 tid
 	c->tstate = s->last_tstate;
 	c->interp = tb_ts_interp(L, s->buf);
 	tb_chain_init(&c->ch);
-	c->ch.flags |= tb_ts_flags(L, s->buf);
+	/* Stored only when set: written either way, the verifier carried two
+	 * states of the flags through the whole walk (a fifth more to verify). */
+	ret = tb_ts_flags(L, s->buf);
+	if (ret)
+		c->ch.flags |= ret;
 	c->ch.frame = current_frame(c);
 	if (!c->ch.frame)
 		return TB_C_NO_FRAMES;
