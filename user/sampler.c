@@ -172,7 +172,6 @@ static void choose_programs(struct sampler *s, const struct sampler_opts *o)
 		tc ? k->progs.on_sample_tc : k->progs.on_sample;
 	if (tc)
 		static_helpers(k->obj);
-	if (getenv("TB_VSTATS")) { struct bpf_program *p; bpf_object__for_each_program(p, k->obj) bpf_program__set_log_level(p, 4); } /* XXX */
 }
 
 /* Each walk's next program into its program array (tail-call walker). */
@@ -328,14 +327,27 @@ static int open_event(const struct sampler_opts *o, int cpu, pid_t tid)
 		.inherit_thread = tid >= 0 && !o->follow_forks,
 	};
 
+	/* inherit_thread is new in Linux 5.13: before, the events a thread's
+	 * children inherit run the program too, which drops their samples
+	 * (they are not in `procs`). */
+	static bool no_inherit_thread;
+	int fd;
+
 	if (o->freq) {
 		a.freq = 1;
 		a.sample_freq = o->freq;
 	} else {
 		a.sample_period = o->period;
 	}
-	return (int)syscall(SYS_perf_event_open, &a, tid >= 0 ? tid : -1, cpu, -1,
-			    PERF_FLAG_FD_CLOEXEC);
+	a.inherit_thread = a.inherit_thread && !no_inherit_thread;
+	fd = (int)syscall(SYS_perf_event_open, &a, tid >= 0 ? tid : -1, cpu, -1,
+			  PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0 && errno == EINVAL && a.inherit_thread) {
+		no_inherit_thread = true;
+		tb_debug("perf events: no inherit_thread (Linux < 5.13): child processes inherit the events too");
+		return open_event(o, cpu, tid);
+	}
+	return fd;
 }
 
 static int grow_links(struct sampler *s, int want)
