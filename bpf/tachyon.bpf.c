@@ -1056,8 +1056,8 @@ struct {
 	__type(value, __u32);
 } ticks SEC(".maps");
 
-SEC("tp_btf/hrtimer_expire_entry")
-int BPF_PROG(on_tick, struct hrtimer *timer)
+/* Is this hrtimer the tick, and its tick the tick_every-th of this CPU? */
+static __always_inline int tick_due(struct hrtimer *timer)
 {
 	__u32 zero = 0, *n;
 
@@ -1069,7 +1069,13 @@ int BPF_PROG(on_tick, struct hrtimer *timer)
 	if (++*n < tick_every)
 		return 0;
 	*n = 0;
-	return sample_current(ctx);
+	return 1;
+}
+
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(on_tick, struct hrtimer *timer)
+{
+	return tick_due(timer) ? sample_current(ctx) : 0;
 }
 
 /* The walk of a thread leaving the CPU done (ret: as sample_done's). */
@@ -1337,15 +1343,7 @@ int on_sample_tc_more(struct bpf_perf_event_data *ctx)
 SEC("tp_btf/hrtimer_expire_entry")
 int BPF_PROG(on_tick_tc, struct hrtimer *timer)
 {
-	__u32 zero = 0, *n;
-
-	if ((__u64)BPF_CORE_READ(timer, function) != tick_handler)
-		return 0;
-	n = bpf_map_lookup_elem(&ticks, &zero);
-	if (!n || ++*n < tick_every)
-		return 0;
-	*n = 0;
-	return tc_sample(ctx, &tc_next_tick);
+	return tick_due(timer) ? tc_sample(ctx, &tc_next_tick) : 0;
 }
 
 SEC("tp_btf/hrtimer_expire_entry")
