@@ -1245,6 +1245,16 @@ __noinline int tc_chunk(void)
 	return ret || st->step >= 2 * TB_MAX_DEPTH;
 }
 
+/* The driver's own end of a walk (ret: walk_end()'s, or why none). */
+static __always_inline void tc_done(void *ctx, struct walk_ctx *c, struct tc_state *st, int ret,
+				    const int kind)
+{
+	if (kind == TC_SWITCH)
+		switch_out_done(ctx, c, st->pid, st->tid, ret, st->now);
+	else
+		sample_done(ctx, c, st->pid, st->tid, ret, st->t0);
+}
+
 /*
  * The walk in tc_state goes on here, TC_CHUNKS chunks of steps per program,
  * then in the next program, until it ends; then the driver's own end (kind,
@@ -1254,7 +1264,6 @@ static __always_inline int tc_walk(void *ctx, struct walk_ctx *c, struct tc_stat
 				   void *next, const int kind)
 {
 	__u32 n;
-	int ret;
 
 	for (n = 0; n < TC_CHUNKS; n++)
 		if (tc_chunk())
@@ -1265,11 +1274,7 @@ static __always_inline int tc_walk(void *ctx, struct walk_ctx *c, struct tc_stat
 		st->ch.flags |= TB_SF_TRUNCATED;
 	}
 	__builtin_memcpy(&c->ch, &st->ch, sizeof(c->ch));
-	ret = walk_end(c, st->pid);
-	if (kind == TC_SWITCH)
-		switch_out_done(ctx, c, st->pid, st->tid, ret, st->now);
-	else
-		sample_done(ctx, c, st->pid, st->tid, ret, st->t0);
+	tc_done(ctx, c, st, walk_end(c, st->pid), kind);
 	return 0;
 }
 
@@ -1290,22 +1295,35 @@ static __always_inline int tc_more(void *ctx, void *next, const int kind)
 	return tc_walk(ctx, &c, st, next, kind);
 }
 
-/* A walk's start: c as walk_begin() left it, of pid's thread tid. */
-static __always_inline struct tc_state *tc_start(struct walk_ctx *c, __u32 pid, __u32 tid)
+/*
+ * A walk of pid's thread tid starts (c set up by begin(); t0: a sample's
+ * clock, now: a switch's time): its first steps here, or the driver's end
+ * at once if there is nothing to walk.
+ */
+static __always_inline int tc_start(void *ctx, struct walk_ctx *c, __u32 pid, __u32 tid,
+				    __u64 t0, __u64 now, void *next, const int kind)
 {
 	__u32 zero = 0;
 	struct tc_state *st = bpf_map_lookup_elem(&tc_state, &zero);
+	int ret;
 
 	if (!st)
-		return NULL;
+		return 0;
 	st->pid = pid;
 	st->tid = tid;
+	st->t0 = t0;
+	st->now = now;
 	st->step = 0;
+	ret = walk_begin(c, pid, tid, 1);
+	if (ret) {
+		tc_done(ctx, c, st, ret, kind);
+		return 0;
+	}
 	st->tstate = c->tstate;
 	st->interp = c->interp;
 	__builtin_memcpy(&st->ch, &c->ch, sizeof(c->ch));
 	__builtin_memcpy(&st->w, &c->w, sizeof(c->w));
-	return st;
+	return tc_walk(ctx, c, st, next, kind);
 }
 
 static __always_inline int tc_sample(void *ctx, void *next)
@@ -1313,19 +1331,10 @@ static __always_inline int tc_sample(void *ctx, void *next)
 	__u64 id = bpf_get_current_pid_tgid(), t0;
 	__u32 pid = id >> 32, tid = (__u32)id;
 	struct walk_ctx c = {};
-	struct tc_state *st;
-	int ret;
 
 	if (!sample_begin(&c, pid, &t0))
 		return 0;
-	ret = walk_begin(&c, pid, tid, 1);
-	st = ret ? NULL : tc_start(&c, pid, tid);
-	if (!st) {
-		sample_done(ctx, &c, pid, tid, ret ? ret : TB_C_NO_TSTATE, t0);
-		return 0;
-	}
-	st->t0 = t0;
-	return tc_walk(ctx, &c, st, next, TC_SAMPLE);
+	return tc_start(ctx, &c, pid, tid, t0, 0, next, TC_SAMPLE);
 }
 
 SEC("perf_event")
@@ -1358,23 +1367,14 @@ int BPF_PROG(on_switch_tc, bool preempt, struct task_struct *prev, struct task_s
 	__u32 pid = BPF_CORE_READ(prev, tgid), tid = BPF_CORE_READ(prev, pid);
 	__u64 now = bpf_ktime_get_ns();
 	struct walk_ctx c = {};
-	struct tc_state *st;
 	struct tb_walk *L;
-	int ret;
 
 	/* next first: prev's walk may end in another program. */
 	switch_in(next, now);
 	L = bpf_map_lookup_elem(&procs, &pid);
 	if (!L || !begin(&c, L))
 		return 0;
-	ret = walk_begin(&c, pid, tid, 1);
-	st = ret ? NULL : tc_start(&c, pid, tid);
-	if (!st) {
-		switch_out_done(ctx, &c, pid, tid, ret ? ret : TB_C_NO_TSTATE, now);
-		return 0;
-	}
-	st->now = now;
-	return tc_walk(ctx, &c, st, &tc_next_switch, TC_SWITCH);
+	return tc_start(ctx, &c, pid, tid, 0, now, &tc_next_switch, TC_SWITCH);
 }
 
 SEC("tp_btf/sched_switch")
