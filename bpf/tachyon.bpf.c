@@ -1209,6 +1209,21 @@ struct tc_next tc_next_switch SEC(".maps");
 
 enum tc_kind { TC_SAMPLE, TC_SWITCH };
 
+/* The walk so far: c's pointers and thread from tc_state, which it returns. */
+static __always_inline struct tc_state *tc_resume(struct walk_ctx *c)
+{
+	__u32 zero = 0, cpu = bpf_get_smp_processor_id();
+	struct tc_state *st = bpf_map_lookup_elem(&tc_state, &zero);
+
+	c->cnt = bpf_map_lookup_elem(&counters, &zero);
+	c->s = bpf_map_lookup_elem(&scratch, &cpu);
+	if (!st || !c->cnt || !c->s)
+		return NULL;
+	c->tstate = st->tstate;
+	c->interp = st->interp;
+	return st;
+}
+
 /*
  * TC_STEPS steps of the walk in tc_state, or fewer if it ends: returns 1
  * then. A global function without arguments (5.10 takes no pointer there):
@@ -1216,18 +1231,13 @@ enum tc_kind { TC_SAMPLE, TC_SWITCH };
  */
 __noinline int tc_chunk(void)
 {
-	__u32 zero = 0, cpu = bpf_get_smp_processor_id(), n;
 	struct walk_ctx c = {};	/* the memo stays off: c.m.ok == 0 */
-	struct tc_state *st;
+	struct tc_state *st = tc_resume(&c);
 	int ret = 0;
+	__u32 n;
 
-	st = bpf_map_lookup_elem(&tc_state, &zero);
-	c.cnt = bpf_map_lookup_elem(&counters, &zero);
-	c.s = bpf_map_lookup_elem(&scratch, &cpu);
-	if (!st || !c.cnt || !c.s)
+	if (!st)
 		return 1;
-	c.tstate = st->tstate;
-	c.interp = st->interp;
 	for (n = 0; n < TC_STEPS && !ret; n++) {
 		/*
 		 * Each step from the map, the compiler kept from knowing
@@ -1278,21 +1288,13 @@ static __always_inline int tc_walk(void *ctx, struct walk_ctx *c, struct tc_stat
 	return 0;
 }
 
-/* The walk so far, from tc_state, into c (a *_more program's start). */
+/* A *_more program: the walk goes on. */
 static __always_inline int tc_more(void *ctx, void *next, const int kind)
 {
-	__u32 zero = 0, cpu = bpf_get_smp_processor_id();
 	struct walk_ctx c = {};
-	struct tc_state *st;
+	struct tc_state *st = tc_resume(&c);
 
-	st = bpf_map_lookup_elem(&tc_state, &zero);
-	c.cnt = bpf_map_lookup_elem(&counters, &zero);
-	c.s = bpf_map_lookup_elem(&scratch, &cpu);
-	if (!st || !c.cnt || !c.s)
-		return 0;
-	c.tstate = st->tstate;
-	c.interp = st->interp;
-	return tc_walk(ctx, &c, st, next, kind);
+	return st ? tc_walk(ctx, &c, st, next, kind) : 0;
 }
 
 /*
