@@ -30,6 +30,7 @@ struct task_scratch {
 	struct tb_tasks rec;
 	__u64 set[2 * TB_SET_SMALL];	/* (key, hash) entries */
 	__u64 hdr[2];			/* mask, table */
+	__u8 buf[TB_TASK_READ] __attribute__((aligned(8)));	/* async_ctx's */
 };
 
 struct {
@@ -47,7 +48,7 @@ struct async_ctx {
 	__u64 hash;
 	__u32 loaded;		/* buf already holds the next task's bytes */
 	__u32 pad;
-	__u8 buf[TB_TASK_READ] __attribute__((aligned(8)));
+	__u8 *buf;		/* the task's bytes, in ts (off the stack) */
 };
 
 static __always_inline __u64 task_u64(const struct async_ctx *x, __u16 off)
@@ -87,9 +88,8 @@ static __always_inline __u64 pick_awaiter(struct async_ctx *x, __u64 set, struct
 }
 
 /* One task of the chain: read it, mix it in, go on to who awaits it. */
-static long task_step(__u32 i, void *arg)
+static __noinline long task_step(__u32 i, struct async_ctx *x)
 {
-	struct async_ctx *x = arg;
 	const struct tb_async *a = x->a;
 	struct tb_task *t;
 	__u64 next;
@@ -137,11 +137,15 @@ static long task_step(__u32 i, void *arg)
 /*
  * The running task's chain into task_chain, mixed into c->ch.hash (the
  * stack id). Threads running no task keep their id and an empty chain.
+ * A function of its own, its async_ctx in its own frame, and a bounded
+ * loop rather than bpf_loop: the tail-call walker (kernels without
+ * bpf_loop) runs it too, under the 512-byte limit on the stack of a
+ * program and the subprograms it calls (tc_chunk's chain).
  */
-static __always_inline void async_chain(struct walk_ctx *c, __u32 pid)
+static __noinline void async_chain(struct walk_ctx *c, __u32 pid)
 {
 	struct async_ctx x = {};
-	__u32 zero = 0;
+	__u32 zero = 0, i;
 
 	if (!async_aware)
 		return;
@@ -149,12 +153,15 @@ static __always_inline void async_chain(struct walk_ctx *c, __u32 pid)
 	if (!x.ts)
 		return;
 	x.rec = &x.ts->rec;
+	x.buf = x.ts->buf;
 	x.rec->depth = 0;
 	x.a = bpf_map_lookup_elem(&asyncs, &pid);
 	if (!x.a || bpf_probe_read_user(&x.task, sizeof(x.task), (void *)(c->tstate + x.a->ts_task)))
 		return;
 	x.hash = c->ch.hash;
-	bpf_loop(TB_ASYNC_DEPTH, task_step, &x, 0);
+	for (i = 0; i < TB_ASYNC_DEPTH; i++)
+		if (task_step(i, &x))
+			break;
 	if (!x.rec->depth)
 		return;
 	c->ch.hash = x.hash;

@@ -248,7 +248,6 @@ struct walk_ctx {
 	struct tb_chain ch;	/* the walk, by the rules of pywalk.h */
 	struct window w;	/* the frame stack bytes in s->win */
 	struct memo_cursor m;
-	__u64 exc;		/* --mode exception: the type in flight, or 0 */
 };
 
 struct find_ctx {
@@ -456,7 +455,83 @@ __noinline __u64 search_tstate(struct scratch *s, __u64 tid, int want)
 	return 0;
 }
 
-__noinline int find_tstate(struct scratch *s, __u64 id)
+/*
+ * The walker without bpf_loop (Linux 5.10 to 5.16): search_tstate() with
+ * bounded loops, TC_THREADS thread states of a list per call (more at once
+ * and the verifier's work grows past its limit). Global functions with
+ * scalar arguments only (5.10 takes no pointer in a global function's
+ * arguments): each is verified once, not once per iteration of its caller.
+ */
+#define TC_THREADS	64
+
+struct tc_search {
+	__u64 next;		/* the thread state search_chunk_tc() stopped at; 0: none */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tc_search);
+} tc_search SEC(".maps");
+
+/* From thread state ts on: tid's, as search_tstate() wants it, or 0. */
+__noinline __u64 search_chunk_tc(__u64 ts, __u32 tid, int want)
+{
+	__u32 zero = 0, cpu = bpf_get_smp_processor_id(), i;
+	struct find_ctx f = { .ts = ts, .tid = tid, .want = want };
+	struct tc_search *at = bpf_map_lookup_elem(&tc_search, &zero);
+
+	f.s = bpf_map_lookup_elem(&scratch, &cpu);
+	if (!f.s || !at)
+		return 0;
+	for (i = 0; i < TC_THREADS; i++)
+		if (find_step(i, &f))
+			break;
+	at->next = f.found || f.err ? 0 : f.ts;
+	return f.found;
+}
+
+__noinline __u64 search_tstate_tc(__u32 tid, int want)
+{
+	__u32 zero = 0, cpu = bpf_get_smp_processor_id();
+	__u64 interp = 0, ts = 0, found;
+	struct tc_search *at;
+	struct scratch *s;
+	struct tb_walk *L;
+	int i, j;
+
+	s = bpf_map_lookup_elem(&scratch, &cpu);
+	at = bpf_map_lookup_elem(&tc_search, &zero);
+	if (!s || !at)
+		return 0;
+	L = &s->walk;
+	if (bpf_probe_read_user(&interp, sizeof(interp),
+				(void *)(L->addr.runtime_addr + L->off.rt_interp_head)))
+		return 0;
+	for (i = 0; i < TB_MAX_INTERPS && interp; i++) {
+		if (bpf_probe_read_user(&ts, sizeof(ts),
+					(void *)(interp + L->off.interp_threads_head)))
+			break;
+		for (j = 0; j < TB_MAX_THREADS / TC_THREADS && ts; j++) {
+			found = search_chunk_tc(ts, tid, want);
+			if (found)
+				return found;
+			ts = at->next;
+		}
+		if (bpf_probe_read_user(&interp, sizeof(interp),
+					(void *)(interp + L->off.interp_next)))
+			break;
+	}
+	return 0;
+}
+
+/*
+ * find_tstate()'s body, with the thread search of either walker: loopless
+ * (a constant) names the one without bpf_loop, so the other one's code is
+ * not in that walker's programs at all.
+ */
+static __always_inline int find_tstate_by(struct scratch *s, __u64 id, const int loopless)
 {
 	__u32 gtid = (__u32)id;		/* cache key */
 	__u64 tid;			/* compare key */
@@ -464,8 +539,6 @@ __noinline int find_tstate(struct scratch *s, __u64 id)
 	__u64 ts, found;
 	int m;
 
-	if (!s)
-		return 0;
 	L = &s->walk;
 	tid = thread_key(L, gtid);
 	m = ts_cached(s, id, gtid, tid, &ts);
@@ -477,15 +550,20 @@ __noinline int find_tstate(struct scratch *s, __u64 id)
 		return TS_CACHED;
 	}
 	/* The one it runs; if none, the one already cached, else any. */
-	found = search_tstate(s, tid, 1);
+	found = loopless ? search_tstate_tc(tid, 1) : search_tstate(s, tid, 1);
 	if (!found)
-		found = m == 2 ? ts : search_tstate(s, tid, 2);
+		found = m == 2 ? ts : loopless ? search_tstate_tc(tid, 2) : search_tstate(s, tid, 2);
 	if (!found || read_into(s, L->off.ts_read, found))
 		return 0;
 	bpf_map_update_elem(&tstates, &gtid, &found, BPF_ANY);
 	s->last_id = id;
 	s->last_tstate = found;
 	return TS_SEARCHED;
+}
+
+__noinline int find_tstate(struct scratch *s, __u64 id)
+{
+	return s ? find_tstate_by(s, id, 0) : 0;
 }
 
 /*
@@ -740,13 +818,15 @@ static __always_inline void memo_end(struct walk_ctx *c, __u32 pid)
  * Walk the current thread's Python stack into s->stack and c. Returns 0, or
  * the counter that says why there is nothing to report.
  */
-static __always_inline int walk_current(struct walk_ctx *c, __u32 pid, __u32 tid)
+static __always_inline int walk_begin(struct walk_ctx *c, __u32 pid, __u32 tid,
+				      const int loopless)
 {
 	struct scratch *s = c->s;
 	struct tb_walk *L = &s->walk;
+	__u64 id = (__u64)pid << 32 | tid;
 	int ret;
 
-	ret = find_tstate(s, (__u64)pid << 32 | tid);
+	ret = loopless ? find_tstate_by(s, id, 1) : find_tstate(s, id);
 	if (ret != TS_CACHED)
 		count(c->cnt, TB_C_TSTATE_MISS);
 	if (!ret)
@@ -762,8 +842,12 @@ static __always_inline int walk_current(struct walk_ctx *c, __u32 pid, __u32 tid
 	c->ch.frame = current_frame(c);
 	if (!c->ch.frame)
 		return TB_C_NO_FRAMES;
-	memo_begin(s, &c->m, pid, c->interp);
-	bpf_loop(2 * TB_MAX_DEPTH, walk_step, c, 0);
+	return 0;
+}
+
+/* After the steps: the counters, and the stack id. */
+static __always_inline int walk_end(struct walk_ctx *c, __u32 pid)
+{
 	memo_end(c, pid);
 	if (c->ch.flags & TB_SF_PARTIAL)
 		count(c->cnt, TB_C_READ_FRAME);
@@ -773,6 +857,17 @@ static __always_inline int walk_current(struct walk_ctx *c, __u32 pid, __u32 tid
 		return TB_C_NO_FRAMES;
 	c->ch.hash = tb_chain_id(&c->ch);	/* the stack id from here on */
 	return 0;
+}
+
+static __always_inline int walk_current(struct walk_ctx *c, __u32 pid, __u32 tid)
+{
+	int ret = walk_begin(c, pid, tid, 0);
+
+	if (ret)
+		return ret;
+	memo_begin(c->s, &c->m, pid, c->interp);
+	bpf_loop(2 * TB_MAX_DEPTH, walk_step, c, 0);
+	return walk_end(c, pid);
 }
 
 /* GIL held (by us / anybody) and GC running: two small reads, when asked. */
@@ -866,15 +961,15 @@ __noinline __u64 exc_in_flight(struct scratch *s, __u64 tstate)
 	return 0;
 }
 
-/* --mode exception: 1 if the sample has none in flight; else its type
- * joins the stack id (one stack record per type) and c->exc. */
-static __always_inline int no_exception(struct walk_ctx *c)
+/* --mode exception: the type in flight, or 0 (the sample is dropped);
+ * the type joins the stack id (one stack record per type). */
+static __always_inline __u64 exception_of(struct walk_ctx *c)
 {
-	c->exc = exc_in_flight(c->s, c->tstate);
-	if (!c->exc)
-		return 1;
-	c->ch.hash = tb_hash_mix(c->ch.hash, c->exc);
-	return 0;
+	__u64 exc = exc_in_flight(c->s, c->tstate);
+
+	if (exc)
+		c->ch.hash = tb_hash_mix(c->ch.hash, exc);
+	return exc;
 }
 
 /* Push the frames of a stack id the consumer may not have yet. */
@@ -1033,59 +1128,79 @@ static __always_inline struct scratch *begin(struct walk_ctx *c, struct tb_walk 
  * (on_sample) or the scheduler tick (on_tick). ctx is the driver's context,
  * only used for the kernel stack.
  */
-static __always_inline int sample_current(void *ctx)
+/* A sample of a profiled process starts: c set up, the clock read or 0. */
+static __always_inline struct tb_walk *sample_begin(struct walk_ctx *c, __u32 pid, __u64 *t0)
 {
-	__u64 id = bpf_get_current_pid_tgid(), t0 = 0;
-	__u32 pid = id >> 32, tid = (__u32)id;
-	struct walk_ctx c = {};
-	struct tb_walk *L;
-	__s32 kstack;
-	int ret;
+	struct tb_walk *L = bpf_map_lookup_elem(&procs, &pid);
 
-	L = bpf_map_lookup_elem(&procs, &pid);
-	if (!L)
-		return 0;
-	if (!begin(&c, L))
-		return 0;
-	count(c.cnt, TB_C_EVENTS);
-	if (!(c.cnt[TB_C_EVENTS] & (TIME_EVERY - 1)))
-		t0 = bpf_ktime_get_ns();
-	ret = walk_current(&c, pid, tid);
+	if (!L || !begin(c, L))
+		return NULL;
+	count(c->cnt, TB_C_EVENTS);
+	*t0 = 0;
+	if (!(c->cnt[TB_C_EVENTS] & (TIME_EVERY - 1)))
+		*t0 = bpf_ktime_get_ns();
+	return L;
+}
+
+/*
+ * The walk's outcome (0, or the counter of why there is no stack) counted.
+ * A function of its own: the tail-call walker's programs call it after
+ * tc_chunk(), and its frame must not add to that chain's (512 bytes at most
+ * for a program and the subprograms it calls).
+ */
+static __noinline void sample_done(void *ctx, struct walk_ctx *c, __u64 pid_tid, int ret,
+				   __u64 t0)
+{
+	__u32 pid = pid_tid >> 32, tid = (__u32)pid_tid;
+	__u64 exc = 0;
+	__s32 kstack;
+
 	if (ret) {
-		count(c.cnt, ret);
+		count(c->cnt, ret);
 		goto out;
 	}
-	read_gil_gc(&c);
-	async_chain(&c, pid);
+	read_gil_gc(c);
+	async_chain(c, pid);
 	/* Only a sample whose GIL state was read can be judged: before its
 	 * address is known (an interpreter starting up) it is kept. */
-	if (mode == TB_MODE_GIL && (c.ch.flags & TB_SF_STATUS_KNOWN) && !(c.ch.flags & TB_SF_GIL)) {
-		count(c.cnt, TB_C_FILTERED);
+	if (mode == TB_MODE_GIL && (c->ch.flags & TB_SF_STATUS_KNOWN) && !(c->ch.flags & TB_SF_GIL)) {
+		count(c->cnt, TB_C_FILTERED);
 		goto out;
 	}
-	if (mode == TB_MODE_EXC && no_exception(&c)) {
-		count(c.cnt, TB_C_FILTERED);
+	if (mode == TB_MODE_EXC && !(exc = exception_of(c))) {
+		count(c->cnt, TB_C_FILTERED);
 		goto out;
 	}
-	ret = push_stack(c.s, pid, c.ch.hash, c.ch.depth, c.exc);
+	ret = push_stack(c->s, pid, c->ch.hash, c->ch.depth, exc);
 	if (ret < 0) {
-		count(c.cnt, TB_C_LOST);
+		count(c->cnt, TB_C_LOST);
 		goto out;
 	}
-	kstack = kernel_stack(ctx, c.cnt);
-	if (!timeline && c.s->walk.reg.acked &&
-	    !count_sample(pid, tid, c.ch.hash, c.ch.flags, kstack)) {
-		count(c.cnt, TB_C_AGGREGATED);
-	} else if (push_record(pid, tid, c.ch.hash, c.ch.flags, 1, kstack, 0) < 0) {
-		count(c.cnt, TB_C_LOST);
+	kstack = kernel_stack(ctx, c->cnt);
+	if (!timeline && c->s->walk.reg.acked &&
+	    !count_sample(pid, tid, c->ch.hash, c->ch.flags, kstack)) {
+		count(c->cnt, TB_C_AGGREGATED);
+	} else if (push_record(pid, tid, c->ch.hash, c->ch.flags, 1, kstack, 0) < 0) {
+		count(c->cnt, TB_C_LOST);
 		goto out;
 	}
 	if (ret > 0)
-		count(c.cnt, TB_C_STACKS);
-	count(c.cnt, TB_C_SAMPLES);
+		count(c->cnt, TB_C_STACKS);
+	count(c->cnt, TB_C_SAMPLES);
 out:
 	if (t0)
-		c.cnt[TB_C_BPF_NS] += (bpf_ktime_get_ns() - t0) * TIME_EVERY;
+		c->cnt[TB_C_BPF_NS] += (bpf_ktime_get_ns() - t0) * TIME_EVERY;
+}
+
+static __always_inline int sample_current(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), t0;
+	__u32 pid = id >> 32, tid = (__u32)id;
+	struct walk_ctx c = {};
+
+	if (!sample_begin(&c, pid, &t0))
+		return 0;
+	sample_done(ctx, &c, id, walk_current(&c, pid, tid), t0);
 	return 0;
 }
 
@@ -1114,8 +1229,8 @@ struct {
 	__type(value, __u32);
 } ticks SEC(".maps");
 
-SEC("tp_btf/hrtimer_expire_entry")
-int BPF_PROG(on_tick, struct hrtimer *timer)
+/* Is this hrtimer the tick, and its tick the tick_every-th of this CPU? */
+static __always_inline int tick_due(struct hrtimer *timer)
 {
 	__u32 zero = 0, *n;
 
@@ -1127,14 +1242,49 @@ int BPF_PROG(on_tick, struct hrtimer *timer)
 	if (++*n < tick_every)
 		return 0;
 	*n = 0;
-	return sample_current(ctx);
+	return 1;
+}
+
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(on_tick, struct hrtimer *timer)
+{
+	return tick_due(timer) ? sample_current(ctx) : 0;
+}
+
+/* The walk of a thread leaving the CPU done (ret: as sample_done's); a
+ * function of its own for the reason sample_done is. */
+static __noinline void switch_out_done(void *ctx, struct walk_ctx *c, __u64 pid_tid, int ret,
+				       __u64 now)
+{
+	__u32 pid = pid_tid >> 32, tid = (__u32)pid_tid;
+	struct tb_offcpu oc = {}, *old;
+
+	if (ret) {
+		count(c->cnt, TB_C_OFFCPU_SKIPPED);
+		return;
+	}
+	read_gil_gc(c);
+	async_chain(c, pid);
+	if (push_stack(c->s, pid, c->ch.hash, c->ch.depth, 0) < 0) {
+		count(c->cnt, TB_C_OFFCPU_SKIPPED);	/* ring buffer full */
+		return;
+	}
+	count(c->cnt, TB_C_OFFCPU_WALKS);
+	old = bpf_map_lookup_elem(&offcpu, &tid);
+	oc.carry = old ? old->carry : 0;
+	oc.since = now;
+	oc.stack_id = c->ch.hash;
+	oc.flags = c->ch.flags | TB_SF_OFFCPU;
+	oc.kstack = kernel_stack(ctx, c->cnt);
+	oc.pid = pid;
+	oc.away = 1;
+	bpf_map_update_elem(&offcpu, &tid, &oc, BPF_ANY);
 }
 
 /* Wall mode, prev leaving the CPU: remember its stack. */
 static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u64 now)
 {
 	__u32 pid = BPF_CORE_READ(prev, tgid), tid = BPF_CORE_READ(prev, pid);
-	struct tb_offcpu oc = {}, *old;
 	struct walk_ctx c = {};
 	struct tb_walk *L;
 
@@ -1142,26 +1292,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u6
 	if (!L || !begin(&c, L))
 		return;
 	/* prev is still current here: its user memory is the one we read. */
-	if (walk_current(&c, pid, tid)) {
-		count(c.cnt, TB_C_OFFCPU_SKIPPED);
-		return;
-	}
-	read_gil_gc(&c);
-	async_chain(&c, pid);
-	if (push_stack(c.s, pid, c.ch.hash, c.ch.depth, 0) < 0) {
-		count(c.cnt, TB_C_OFFCPU_SKIPPED);	/* ring buffer full */
-		return;
-	}
-	count(c.cnt, TB_C_OFFCPU_WALKS);
-	old = bpf_map_lookup_elem(&offcpu, &tid);
-	oc.carry = old ? old->carry : 0;
-	oc.since = now;
-	oc.stack_id = c.ch.hash;
-	oc.flags = c.ch.flags | TB_SF_OFFCPU;
-	oc.kstack = kernel_stack(ctx, c.cnt);
-	oc.pid = pid;
-	oc.away = 1;
-	bpf_map_update_elem(&offcpu, &tid, &oc, BPF_ANY);
+	switch_out_done(ctx, &c, (__u64)pid << 32 | tid, walk_current(&c, pid, tid), now);
 }
 
 /* Wall mode, next coming back: credit the time away in whole periods. */
@@ -1200,6 +1331,235 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	switch_out(ctx, prev, now);
 	switch_in(next, now);
 	return 0;
+}
+
+/*
+ * ---- The walker without bpf_loop (Linux 5.10 to 5.16) ----
+ *
+ * The same walk_step(), driven by bounded loops: TC_STEPS steps per call of
+ * tc_chunk(), TC_CHUNKS calls per program; a walk that goes on continues in
+ * the next program by a tail call (the *_more programs, in a program array
+ * of one), its state in tc_state. 16 programs make the 2 * TB_MAX_DEPTH
+ * steps of bpf_loop's walk (a kernel runs up to 33 in a row), so a stack
+ * ends where, and as, that walk ends it: same truncation, same marks.
+ * Userspace loads these programs instead of on_sample, on_tick and
+ * on_switch when the kernel has no bpf_loop (or TACHYON_WALKER=tailcall
+ * says so), and the others not at all: 5.10 rejects a program that so much
+ * as names bpf_loop. The memo of the last walk is not used (its global
+ * functions take pointers, which 5.10 refuses): every fingerprint is read,
+ * the same one.
+ */
+#define TC_STEPS	32
+#define TC_CHUNKS	16
+
+struct tc_state {
+	struct tb_chain ch;
+	struct window w;
+	__u64 tstate;
+	__u64 interp;
+	__u64 t0;		/* a sample's clock at its start; 0: not timed */
+	__u64 now;		/* a switch's time */
+	__u32 pid;
+	__u32 tid;
+	__u32 step;		/* steps taken, walk_step's i */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tc_state);
+} tc_state SEC(".maps");
+
+/* One per driver: a program array holds programs of one type and hook. */
+struct tc_next {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+};
+
+struct tc_next tc_next_sample SEC(".maps");
+struct tc_next tc_next_tick SEC(".maps");
+struct tc_next tc_next_switch SEC(".maps");
+
+enum tc_kind { TC_SAMPLE, TC_SWITCH };
+
+/* The walk so far: c's pointers and thread from tc_state, which it returns. */
+static __always_inline struct tc_state *tc_resume(struct walk_ctx *c)
+{
+	__u32 zero = 0, cpu = bpf_get_smp_processor_id();
+	struct tc_state *st = bpf_map_lookup_elem(&tc_state, &zero);
+
+	c->cnt = bpf_map_lookup_elem(&counters, &zero);
+	c->s = bpf_map_lookup_elem(&scratch, &cpu);
+	if (!st || !c->cnt || !c->s)
+		return NULL;
+	c->tstate = st->tstate;
+	c->interp = st->interp;
+	return st;
+}
+
+/*
+ * TC_STEPS steps of the walk in tc_state, or fewer if it ends: returns 1
+ * then. A global function without arguments (5.10 takes no pointer there):
+ * verified once, as bpf_loop's callback is, whatever walk it continues.
+ */
+__noinline int tc_chunk(void)
+{
+	struct walk_ctx c = {};	/* the memo stays off: c.m.ok == 0 */
+	struct tc_state *st = tc_resume(&c);
+	int ret = 0;
+	__u32 n;
+
+	if (!st)
+		return 1;
+	for (n = 0; n < TC_STEPS && !ret; n++) {
+		/*
+		 * Each step from the map, the compiler kept from knowing
+		 * better: the verifier then checks a step of any walk, not
+		 * every walk of up to TC_STEPS frames (their states multiply
+		 * past its limits).
+		 */
+		asm volatile("" ::: "memory");
+		__builtin_memcpy(&c.ch, &st->ch, sizeof(c.ch));
+		__builtin_memcpy(&c.w, &st->w, sizeof(c.w));
+		ret = walk_step(st->step++, &c);
+		__builtin_memcpy(&st->ch, &c.ch, sizeof(c.ch));
+		__builtin_memcpy(&st->w, &c.w, sizeof(c.w));
+	}
+	return ret || st->step >= 2 * TB_MAX_DEPTH;
+}
+
+/* The driver's own end of a walk (ret: walk_end()'s, or why none). */
+static __always_inline void tc_done(void *ctx, struct walk_ctx *c, struct tc_state *st, int ret,
+				    const int kind)
+{
+	if (kind == TC_SWITCH)
+		switch_out_done(ctx, c, (__u64)st->pid << 32 | st->tid, ret, st->now);
+	else
+		sample_done(ctx, c, (__u64)st->pid << 32 | st->tid, ret, st->t0);
+}
+
+/*
+ * The walk in tc_state goes on here, TC_CHUNKS chunks of steps per program,
+ * then in the next program, until it ends; then the driver's own end (kind,
+ * a constant). c: the walk's pointers, set up.
+ */
+static __always_inline int tc_walk(void *ctx, struct walk_ctx *c, struct tc_state *st,
+				   void *next, const int kind)
+{
+	__u32 n;
+
+	for (n = 0; n < TC_CHUNKS; n++)
+		if (tc_chunk())
+			break;
+	if (n == TC_CHUNKS) {
+		bpf_tail_call(ctx, next, 0);
+		/* No program there, or no tail call left: the walk was cut. */
+		st->ch.flags |= TB_SF_TRUNCATED;
+	}
+	__builtin_memcpy(&c->ch, &st->ch, sizeof(c->ch));
+	tc_done(ctx, c, st, walk_end(c, st->pid), kind);
+	return 0;
+}
+
+/* A *_more program: the walk goes on. */
+static __always_inline int tc_more(void *ctx, void *next, const int kind)
+{
+	struct walk_ctx c = {};
+	struct tc_state *st = tc_resume(&c);
+
+	return st ? tc_walk(ctx, &c, st, next, kind) : 0;
+}
+
+/*
+ * A walk of pid's thread tid starts (c set up by begin(); t0: a sample's
+ * clock, now: a switch's time): its first steps here, or the driver's end
+ * at once if there is nothing to walk.
+ */
+static __always_inline int tc_start(void *ctx, struct walk_ctx *c, __u32 pid, __u32 tid,
+				    __u64 t0, __u64 now, void *next, const int kind)
+{
+	__u32 zero = 0;
+	struct tc_state *st = bpf_map_lookup_elem(&tc_state, &zero);
+	int ret;
+
+	if (!st)
+		return 0;
+	st->pid = pid;
+	st->tid = tid;
+	st->t0 = t0;
+	st->now = now;
+	st->step = 0;
+	ret = walk_begin(c, pid, tid, 1);
+	if (ret) {
+		tc_done(ctx, c, st, ret, kind);
+		return 0;
+	}
+	st->tstate = c->tstate;
+	st->interp = c->interp;
+	__builtin_memcpy(&st->ch, &c->ch, sizeof(c->ch));
+	__builtin_memcpy(&st->w, &c->w, sizeof(c->w));
+	return tc_walk(ctx, c, st, next, kind);
+}
+
+static __always_inline int tc_sample(void *ctx, void *next)
+{
+	__u64 id = bpf_get_current_pid_tgid(), t0;
+	__u32 pid = id >> 32, tid = (__u32)id;
+	struct walk_ctx c = {};
+
+	if (!sample_begin(&c, pid, &t0))
+		return 0;
+	return tc_start(ctx, &c, pid, tid, t0, 0, next, TC_SAMPLE);
+}
+
+SEC("perf_event")
+int on_sample_tc(struct bpf_perf_event_data *ctx)
+{
+	return tc_sample(ctx, &tc_next_sample);
+}
+
+SEC("perf_event")
+int on_sample_tc_more(struct bpf_perf_event_data *ctx)
+{
+	return tc_more(ctx, &tc_next_sample, TC_SAMPLE);
+}
+
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(on_tick_tc, struct hrtimer *timer)
+{
+	return tick_due(timer) ? tc_sample(ctx, &tc_next_tick) : 0;
+}
+
+SEC("tp_btf/hrtimer_expire_entry")
+int on_tick_tc_more(void *ctx)
+{
+	return tc_more(ctx, &tc_next_tick, TC_SAMPLE);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch_tc, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u32 pid = BPF_CORE_READ(prev, tgid), tid = BPF_CORE_READ(prev, pid);
+	__u64 now = bpf_ktime_get_ns();
+	struct walk_ctx c = {};
+	struct tb_walk *L;
+
+	/* next first: prev's walk may end in another program. */
+	switch_in(next, now);
+	L = bpf_map_lookup_elem(&procs, &pid);
+	if (!L || !begin(&c, L))
+		return 0;
+	return tc_start(ctx, &c, pid, tid, 0, now, &tc_next_switch, TC_SWITCH);
+}
+
+SEC("tp_btf/sched_switch")
+int on_switch_tc_more(void *ctx)
+{
+	return tc_more(ctx, &tc_next_switch, TC_SWITCH);
 }
 
 static __always_inline void proc_event(__u32 event, __u32 pid, __u32 ppid, __u32 followed)

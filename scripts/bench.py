@@ -6,7 +6,9 @@ to bench.json, so runs can be compared.
   - BPF cost per sample for every installed interpreter at stack depths 10,
     30 and 100: the kernel's own run-time statistics (bpf_stats_enabled) with
     every CPU running the target, so nearly every run is a full walk; and the
-    program's self-timing (bpf_ktime_get_ns around the walk);
+    program's self-timing (bpf_ktime_get_ns around the walk); and at depth
+    30 both stack walkers side by side on this kernel: bpf_loop's and the one
+    of bounded loops and tail calls that serves 5.10 to 5.16;
   - the target's slowdown at 99 Hz, 1 kHz and 10 kHz: the same fixed work
     run profiled and unprofiled, interleaved, median of several rounds, with
     the floor the timer interrupts alone cost on this machine;
@@ -256,6 +258,39 @@ def timeline_table(py, script, out):
                                                  r["lost_10k"]))
     print("  depth 30, every CPU busy; medians of %d rounds at 999 Hz, interleaved;"
           " budget: <= 500 ns more per sample\n  with --timeline, 0 lost at 10 kHz" % ROUNDS)
+
+
+def walkers_row(py, script, depth=30, rounds=3):
+    """Both stack walkers on this kernel, back to back at depth 30: bpf_loop's
+    and the one for kernels without it (bounded loops and tail calls, forced
+    with TACHYON_WALKER). A figure from a 5.10 VM under TCG compares with no
+    other machine's, so the two are compared here, on the same kernel."""
+    got = {"bpf_loop": [], "tailcall": []}
+    for _ in range(rounds):
+        for w, runs in got.items():
+            os.environ["TACHYON_WALKER"] = w
+            try:
+                s = bpf_cost(py, script, depth, seconds=2)
+                runs.append((s["bpf_ns_per_run"], s["bpf_ns_per_sample"]))
+            except SystemExit as e:     # no bpf_loop here: the fallback alone
+                print("  %s walker: %s" % (w, str(e).strip().splitlines()[-1]))
+                runs.clear()
+                break
+            finally:
+                del os.environ["TACHYON_WALKER"]
+    row = {w: {"ns_per_run": statistics.median(r for r, _ in v),
+               "ns_per_sample_self": statistics.median(x for _, x in v)}
+           for w, v in got.items() if v}
+    cells = ["%8.0f (%6.0f)" % (row[w]["ns_per_run"], row[w]["ns_per_sample_self"])
+             if w in row else "%17s" % "-" for w in got]
+    print("%-14s %-10s %17s %17s %8s" % ("walkers", "depth %d" % depth, "bpf_loop",
+                                         "tail-call", "ratio"))
+    ratio = (row["tailcall"]["ns_per_run"] / row["bpf_loop"]["ns_per_run"]
+             if len(row) == 2 and row["bpf_loop"]["ns_per_run"] else 0)
+    print("%-14s %-10s %s %s %7.2fx" % ("", "ns/sample", cells[0], cells[1], ratio))
+    print("  same kernel (%s), medians of %d rounds; the tail-call walker serves 5.10 to 5.16"
+          % (os.uname().release, rounds))
+    return row
 
 
 def throughput(py, script, seconds=5, faults=False):
@@ -566,6 +601,8 @@ def main():
                   + "%7.0f%%" % (100.0 * memo / max(1, memo + reads)))
         print("  ! above the target; * callers' fingerprints taken from the previous walk"
               " (the interpreter's code counter stood still) rather than read")
+        print()
+        out["walkers"] = walkers_row(py, script)
 
         print("\n%-20s %6s %10s %12s %10s %8s %10s" % ("target slowdown", "Hz", "total",
                                                     "timer floor*", "BPF walk", "noise",

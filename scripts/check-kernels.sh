@@ -23,8 +23,9 @@ vm_timeout=${TB_VM_TIMEOUT:-900}
 smoke=${TB_SMOKE:-$here/scripts/kernel-smoke.py}
 declare -A suite=([5.10]=bullseye [6.1]=bookworm [6.12]=trixie)
 # What the profiler rightly refuses a kernel for: a refusal naming this is the
-# expected result there ("refused*"), any other is a failure.
-declare -A refusal=([5.10]="bpf_loop missing")
+# expected result there ("refused*"), any other is a failure. None today: 5.10
+# lacks bpf_loop, and is served by the walker of bounded loops and tail calls.
+declare -A refusal=()
 kernels=("$@")
 [ ${#kernels[@]} -gt 0 ] || kernels=(host 5.10 6.1 6.12)
 
@@ -128,7 +129,8 @@ poweroff -f
 EOF
 }
 
-# Boot kernel release $2 of root $1; the smoke lines into $3.
+# Boot kernel release $2 of root $1; the smoke lines into $3. no_timer_check:
+# under a loaded TCG host the IO-APIC timer check fails and 5.10 panics.
 boot() {
 	local root=$1 rel=$2 log=$3 initrd accel=tcg
 	initrd=$(make_initramfs "$root" "$rel")
@@ -137,7 +139,7 @@ boot() {
 		-nographic -no-reboot -cpu max \
 		-kernel "$root/boot/vmlinuz-$rel" -initrd "$initrd" \
 		-virtfs "local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap" \
-		-append "console=ttyS0 quiet panic=-1 tb.dir=$here tb.smoke=$smoke" \
+		-append "console=ttyS0 quiet panic=-1 no_timer_check tb.dir=$here tb.smoke=$smoke" \
 		</dev/null >"$log" 2>&1 || true
 	tr -d '\r' <"$log" | grep -E "^TB-(KERNEL|FEATURES|CHECK|INIT|X)" || true
 }

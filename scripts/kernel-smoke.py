@@ -16,6 +16,7 @@ lacks a feature, naming it); exits 1 if any check did not pass.
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -152,12 +153,21 @@ def check_cpu(version):
 def check_all_python(tb, tmp):
     """A process started after the profiler: found through its exec."""
     out = tmp + "/all.txt"
-    prof = subprocess.Popen([tb, "--all-python", "-d", "8", "-o", out],
+    prof = subprocess.Popen([tb, "-v", "--all-python", "-d", str(CHECK_TIMEOUT // 2), "-o", out],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    time.sleep(3)	# sampling is on before this starts (load + attach)
+    # Sampling is on once -v says "profiling", and the late process is
+    # over when it exits: under TCG the load takes tens of seconds (the
+    # tail-call walker's verification on 5.10), Python's start-up several.
+    head = []
+    for line in prof.stderr:
+        head.append(line)
+        if line.startswith("tachyon-bpf: debug: profiling"):
+            break
     late = subprocess.Popen([python("3.11"), "-c", LATE, "3"])
     late.wait()
+    prof.send_signal(signal.SIGINT)	# the run ends, its profile is written
     _, err = prof.communicate(timeout=CHECK_TIMEOUT)
+    err = "".join(head) + err
     if prof.returncode != 0:
         raise failed(prof.returncode, err)
     with open(out) as f:

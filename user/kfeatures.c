@@ -209,6 +209,15 @@ bool kfeature_has(enum kfeature f)
 	return probed[f] && present[f];
 }
 
+bool kfeature_probe(enum kfeature f)
+{
+	if (!probed[f]) {
+		probed[f] = true;
+		present[f] = features[f].probe(&features[f]);
+	}
+	return present[f];
+}
+
 /* "5.17" above "5.8": the newest of two versions (their leading numbers). */
 static const char *newer(const char *a, const char *b)
 {
@@ -230,7 +239,7 @@ int kfeatures_check(unsigned int need, int verbose)
 	int f;
 
 	for (f = 0; f < KF_NR; f++) {
-		if (!(need & KF_BIT(f)) && !verbose)
+		if (!((need | KF_CHOICES) & KF_BIT(f)) && !verbose)
 			continue;
 		probed[f] = true;
 		present[f] = features[f].probe(&features[f]);

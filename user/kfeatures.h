@@ -11,7 +11,7 @@
 #include <stdbool.h>
 
 enum kfeature {
-	KF_BPF_LOOP,		/* the stack walk and the thread search */
+	KF_BPF_LOOP,		/* the stack walker (without: bounded loops, tail calls) */
 	KF_RINGBUF,		/* samples and events to userspace */
 	KF_TP_BTF,		/* the scheduler tracepoints */
 	KF_BATCH_OPS,		/* draining the in-kernel counts */
@@ -24,8 +24,10 @@ enum kfeature {
 
 #define KF_BIT(f)	(1u << (f))
 /* What every run needs. */
-#define KF_REQUIRED	(KF_BIT(KF_BPF_LOOP) | KF_BIT(KF_RINGBUF) | KF_BIT(KF_TP_BTF) | \
+#define KF_REQUIRED	(KF_BIT(KF_RINGBUF) | KF_BIT(KF_TP_BTF) | \
 			 KF_BIT(KF_BATCH_OPS) | KF_BIT(KF_MAP_IN_MAP) | KF_BIT(KF_NS_PID))
+/* Probed by every check, never refused: bpf_loop chooses the stack walker. */
+#define KF_CHOICES	KF_BIT(KF_BPF_LOOP)
 
 /*
  * Probe the features in `need` (KF_BIT mask; with verbose every feature, and
@@ -35,5 +37,7 @@ enum kfeature {
 int kfeatures_check(unsigned int need, int verbose);
 /* The result of the last probe of f (false if it was not probed). */
 bool kfeature_has(enum kfeature f);
+/* The result of the probe of f, probing it now if it was not. */
+bool kfeature_probe(enum kfeature f);
 
 #endif

@@ -10,7 +10,10 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
+#include <linux/btf.h>
+#include <bpf/btf.h>
 #include "errors.h"
+#include "kfeatures.h"
 #include "util.h"
 #include "sampler.h"
 #include "tachyon.skel.h"
@@ -76,6 +79,129 @@ static uint64_t wakeup_threshold(const struct sampler_opts *o, int ncpus, size_t
 	return w;
 }
 
+/*
+ * The stack walker: bpf_loop's where the kernel has it (5.17), else the one
+ * of bounded loops and tail calls. TACHYON_WALKER=tailcall|bpf_loop chooses
+ * (a test knob: the fallback is tested and measured on new kernels too).
+ */
+static int choose_walker(struct sampler *s, char *err, size_t errlen)
+{
+	const char *w = getenv("TACHYON_WALKER");
+	bool loop = kfeature_probe(KF_BPF_LOOP);
+
+	if (!w || !*w || !strcmp(w, "tailcall") || (!strcmp(w, "bpf_loop") && loop)) {
+		s->tailcall = w && *w ? !strcmp(w, "tailcall") : !loop;
+		return 0;
+	}
+	if (!strcmp(w, "bpf_loop")) {
+		snprintf(err, errlen, "TACHYON_WALKER=bpf_loop: this kernel has no bpf_loop (needs Linux 5.17; unset TACHYON_WALKER)");
+		return -EOPNOTSUPP;
+	}
+	snprintf(err, errlen, "TACHYON_WALKER=%s: no such walker (bpf_loop or tailcall)", w);
+	return -EINVAL;
+}
+
+const char *sampler_walker(const struct sampler *s)
+{
+	return s->tailcall ? "tail-call" : "bpf_loop";
+}
+
+/* Does the function prototype `proto` take a pointer? */
+static bool takes_pointer(const struct btf *btf, __u32 proto)
+{
+	const struct btf_type *t = btf__type_by_id(btf, proto);
+	const struct btf_param *p;
+	int i;
+
+	if (!t || !btf_is_func_proto(t))
+		return false;
+	p = btf_params(t);
+	for (i = 0; i < btf_vlen(t); i++)
+		if (btf_is_ptr(btf__type_by_id(btf, btf__resolve_type(btf, p[i].type))))
+			return true;
+	return false;
+}
+
+/*
+ * Linux 5.10 and 5.11 verify a global function on its own only if it takes
+ * no pointer but the context: the walk's helpers that do are verified as
+ * static functions instead, in each caller's context (what libbpf does for
+ * kernels without global functions at all). The tail-call walker's
+ * programs are the only ones loaded then; every kernel gets the same.
+ */
+static void static_helpers(struct bpf_object *obj)
+{
+	struct btf *btf = bpf_object__btf(obj);
+	__u32 id, n = btf ? btf__type_cnt(btf) : 0;
+
+	for (id = 1; id < n; id++) {
+		/* libbpf's own copy of the types, rewritten in place as its
+		 * sanitizer does for older kernels */
+		struct btf_type *t = (struct btf_type *)btf__type_by_id(btf, id);
+
+		if (!btf_is_func(t) || btf_vlen(t) != BTF_FUNC_GLOBAL ||
+		    bpf_object__find_program_by_name(obj, btf__name_by_offset(btf, t->name_off)) ||
+		    !takes_pointer(btf, t->type))
+			continue;
+		t->info = BTF_KIND_FUNC << 24 | BTF_FUNC_STATIC;	/* a FUNC's vlen: its linkage */
+	}
+}
+
+/* The programs of the walker and event chosen; the others are not loaded. */
+static void choose_programs(struct sampler *s, const struct sampler_opts *o)
+{
+	struct tachyon_bpf *k = s->skel;
+	bool tc = s->tailcall, wall = o->mode == TB_MODE_WALL, tick = o->event->tick;
+
+	/* Every context switch on the machine would run it: only when needed.
+	 * Likewise one of the two sample drivers: each program not loaded is
+	 * one verification fewer at start-up. */
+	bpf_program__set_autoload(k->progs.on_switch, wall && !tc);
+	bpf_program__set_autoload(k->progs.on_switch_tc, wall && tc);
+	bpf_program__set_autoload(k->progs.on_switch_tc_more, wall && tc);
+	bpf_program__set_autoload(k->progs.on_sample, !tick && !tc);
+	bpf_program__set_autoload(k->progs.on_sample_tc, !tick && tc);
+	bpf_program__set_autoload(k->progs.on_sample_tc_more, !tick && tc);
+	bpf_program__set_autoload(k->progs.on_tick, tick && !tc);
+	bpf_program__set_autoload(k->progs.on_tick_tc, tick && tc);
+	bpf_program__set_autoload(k->progs.on_tick_tc_more, tick && tc);
+	/* Reached by tail calls only. */
+	bpf_program__set_autoattach(k->progs.on_tick_tc_more, false);
+	bpf_program__set_autoattach(k->progs.on_switch_tc_more, false);
+	s->sample_prog = tick ? (tc ? k->progs.on_tick_tc : k->progs.on_tick) :
+		tc ? k->progs.on_sample_tc : k->progs.on_sample;
+	if (tc)
+		static_helpers(k->obj);
+}
+
+/* Each walk's next program into its program array (tail-call walker). */
+static int fill_next(struct sampler *s, char *err, size_t errlen)
+{
+	struct {
+		struct bpf_map *map;
+		struct bpf_program *prog;
+	} next[] = {
+		{ s->skel->maps.tc_next_sample, s->skel->progs.on_sample_tc_more },
+		{ s->skel->maps.tc_next_tick, s->skel->progs.on_tick_tc_more },
+		{ s->skel->maps.tc_next_switch, s->skel->progs.on_switch_tc_more },
+	};
+	__u32 zero = 0, i;
+	int fd, ret;
+
+	for (i = 0; s->tailcall && i < sizeof(next) / sizeof(next[0]); i++) {
+		fd = bpf_program__fd(next[i].prog);
+		if (fd < 0)
+			continue;	/* not loaded: not this run's driver */
+		if (bpf_map__update_elem(next[i].map, &zero, sizeof(zero), &fd, sizeof(fd), 0)) {
+			ret = -errno;
+			snprintf(err, errlen, "cannot chain the walker's programs: %s (the kernel refuses tail calls here; report it)",
+				 strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
 int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, open_opts, .btf_custom_path = o->btf_path);
@@ -123,12 +249,10 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 	s->skel->rodata->read_status = !!o->read_status;
 	s->skel->rodata->timeline = !!o->timeline;
 	s->skel->rodata->async_aware = !!o->async_aware;
-	/* Every context switch on the machine would run it: only when needed.
-	 * Likewise one of the two sample drivers: each program not loaded is
-	 * one verification fewer at start-up. */
-	bpf_program__set_autoload(s->skel->progs.on_switch, o->mode == TB_MODE_WALL);
-	bpf_program__set_autoload(s->skel->progs.on_sample, !o->event->tick);
-	bpf_program__set_autoload(s->skel->progs.on_tick, o->event->tick);
+	ret = choose_walker(s, err, errlen);
+	if (ret)
+		return ret;
+	choose_programs(s, o);
 	s->tick = o->event->tick;
 	s->skel->rodata->tick_handler = s->tick ? tick_handler() : 0;
 	ret = tachyon_bpf__load(s->skel);
@@ -137,6 +261,10 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 			 strerror(-ret));
 		return ret;
 	}
+	tb_debug("stack walker: %s", sampler_walker(s));
+	ret = fill_next(s, err, errlen);
+	if (ret)
+		return ret;
 	s->counts_cur = 0;	/* count_slot holds `counts` from the load on */
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), o->on_record, o->ctx, NULL);
 	if (!s->rb) {
@@ -201,14 +329,27 @@ static int open_event(const struct sampler_opts *o, int cpu, pid_t tid)
 		.inherit_thread = tid >= 0 && !o->follow_forks,
 	};
 
+	/* inherit_thread is new in Linux 5.13: before, the events a thread's
+	 * children inherit run the program too, which drops their samples
+	 * (they are not in `procs`). */
+	static bool no_inherit_thread;
+	int fd;
+
 	if (o->freq) {
 		a.freq = 1;
 		a.sample_freq = o->freq;
 	} else {
 		a.sample_period = o->period;
 	}
-	return (int)syscall(SYS_perf_event_open, &a, tid >= 0 ? tid : -1, cpu, -1,
-			    PERF_FLAG_FD_CLOEXEC);
+	a.inherit_thread = a.inherit_thread && !no_inherit_thread;
+	fd = (int)syscall(SYS_perf_event_open, &a, tid >= 0 ? tid : -1, cpu, -1,
+			  PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0 && errno == EINVAL && a.inherit_thread) {
+		no_inherit_thread = true;
+		tb_debug("perf events: no inherit_thread (Linux < 5.13): child processes inherit the events too");
+		return open_event(o, cpu, tid);
+	}
+	return fd;
 }
 
 static int grow_links(struct sampler *s, int want)
@@ -262,7 +403,7 @@ static int attach_cpus(struct sampler *s, const struct sampler_opts *o, char *er
 			return ret;
 		}
 		s->pfds[s->nlinks] = fd;
-		s->links[s->nlinks] = bpf_program__attach_perf_event(s->skel->progs.on_sample, fd);
+		s->links[s->nlinks] = bpf_program__attach_perf_event(s->sample_prog, fd);
 		if (!s->links[s->nlinks]) {
 			ret = -errno;
 			snprintf(err, errlen, "cannot attach to the perf event on CPU %d: %s",
@@ -284,7 +425,7 @@ static int attach_cpus(struct sampler *s, const struct sampler_opts *o, char *er
  */
 static int open_task(struct sampler *s, const struct sampler_opts *o, pid_t tid)
 {
-	int fd, ret, prog = bpf_program__fd(s->skel->progs.on_sample);
+	int fd, ret, prog = bpf_program__fd(s->sample_prog);
 
 	if (grow_links(s, s->nlinks + 1))
 		return -ENOMEM;
@@ -490,9 +631,7 @@ int sampler_prog_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt)
 	__u32 len = sizeof(info);
 	int ret;
 
-	ret = bpf_obj_get_info_by_fd(bpf_program__fd(s->tick ? s->skel->progs.on_tick :
-							     s->skel->progs.on_sample),
-				     &info, &len);
+	ret = bpf_obj_get_info_by_fd(bpf_program__fd(s->sample_prog), &info, &len);
 	if (ret)
 		return ret;
 	*run_ns = info.run_time_ns;

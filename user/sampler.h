@@ -53,6 +53,8 @@ struct sampler {
 	int nlinks, cap;
 	int ncpus;		/* possible CPUs: per-CPU map slots */
 	int tick;		/* sampling on the scheduler tick, no perf event */
+	int tailcall;		/* the walker without bpf_loop (sampler_walker()) */
+	struct bpf_program *sample_prog;	/* the program on the perf events or the tick */
 	int per_task;		/* the perf events follow threads, not CPUs: */
 	pid_t *tids;		/* ... the thread of each event (with pfds) */
 	int task_events;	/* ... opened so far (the rest are inherited) */
@@ -67,6 +69,8 @@ struct sampler {
 typedef void (*sampler_count_fn)(void *ctx, const struct tb_count_key *k, uint64_t n);
 
 int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen);
+/* The stack walker loaded: "bpf_loop" or "tail-call" (bounded loops, tail calls). */
+const char *sampler_walker(const struct sampler *s);
 int sampler_attach(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen);
 /* With per-task events: follow pid's threads too (0, or a negative errno). */
 int sampler_follow(struct sampler *s, const struct sampler_opts *o, pid_t pid);

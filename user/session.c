@@ -636,6 +636,7 @@ void session_snapshot(const struct session *s, struct session_view *v)
 		.samples = ingest_samples(s->in),
 		.alive = targets_alive(s->ts), .ntargets = targets_count(s->ts),
 		.per_task = s->sampler.per_task, .task_events = s->sampler.task_events,
+		.walker = sampler_walker(&s->sampler),
 		.refused_command = targets_refused_command(s->ts),
 	};
 	v->st.in = *ingest_counts(s->in);

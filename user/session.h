@@ -69,6 +69,7 @@ struct session_view {
 	uint32_t ntargets;		/* targets so far, all incarnations */
 	int per_task;			/* perf events follow threads, not CPUs */
 	int task_events;		/* per-thread events opened */
+	const char *walker;		/* the BPF stack walker: sampler_walker() */
 	/* A target still running (the last found), for a one-line title. */
 	int32_t live_pid;		/* 0: none */
 	char live_name[64];

@@ -161,9 +161,9 @@ void stats_print(const struct session_view *s, uint64_t written)
 		", walks restarted at the caller (eval not set up) %" PRIu64,
 		c[TB_C_READ_FRAME], c[TB_C_TRUNCATED], c[TB_C_BAD_CODE], c[TB_C_READ_CODE],
 		s->sym.failures, c[TB_C_STALE_CFRAME]);
-	tb_info("%" PRIu64 " distinct stacks, %" PRIu64 " code objects read (%.2f%% of lookups cached); %" PRIu64 " samples counted in the kernel; BPF %.0f ns/sample (self-timed, 1 event in 16), %" PRIu64 " frames walked, %" PRIu64 " without a code object read (no code object born since the previous walk)",
+	tb_info("%" PRIu64 " distinct stacks, %" PRIu64 " code objects read (%.2f%% of lookups cached); %" PRIu64 " samples counted in the kernel; BPF %.0f ns/sample (self-timed, 1 event in 16; %s walker), %" PRIu64 " frames walked, %" PRIu64 " without a code object read (no code object born since the previous walk)",
 		st->in.stacks, s->sym.reads, 100 * code_hit_rate(&s->sym), c[TB_C_AGGREGATED],
-		bpf_ns_per_sample(st), c[TB_C_FRAMES], c[TB_C_CODE_MEMO]);
+		bpf_ns_per_sample(st), s->walker, c[TB_C_FRAMES], c[TB_C_CODE_MEMO]);
 	self_rss(&rss, &peak);
 	tb_info("memory: RSS %.1f MiB (peak %.1f MiB); %zu code objects cached, %" PRIu64
 		" evicted unused; %" PRIu64 " compactions",
@@ -215,7 +215,7 @@ void stats_write_json(FILE *f, const struct session_view *s, uint64_t written)
 		", \"code_evicted\": %" PRIu64 ", \"code_hit_rate\": %.4f, \"compactions\": %" PRIu64 ",\n"
 		" \"event\": \"%s\", \"mode\": \"%s\", \"frequency\": %" PRIu64 ",\n"
 		" \"sample_rate_hz\": %.6g, \"tick_every\": %u, \"kernel_hz\": %d,"
-		" \"scope\": \"%s\", \"task_events\": %d}\n",
+		" \"scope\": \"%s\", \"task_events\": %d, \"walker\": \"%s\"}\n",
 		sum.collected, sum.written, sum.lost,
 		c[TB_C_NO_TSTATE], c[TB_C_NO_FRAMES], c[TB_C_READ_TSTATE], c[TB_C_FILTERED],
 		st->in.missing_stack, st->in.unknown_pid,
@@ -230,7 +230,7 @@ void stats_write_json(FILE *f, const struct session_view *s, uint64_t written)
 		rss, peak, s->sym.cached, s->sym.evicted, code_hit_rate(&s->sym), st->in.compactions,
 		s->opt->event->name, cli_mode_name(s->opt->mode), s->opt->freq,
 		s->opt->rate_hz, s->opt->tick_every, s->opt->kernel_hz, stats_scope(s),
-		s->task_events);
+		s->task_events, s->walker);
 	if (fflush(f))
 		tb_warn("--stats %s: %s", s->opt->stats_path, strerror(errno));
 }
