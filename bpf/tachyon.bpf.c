@@ -476,7 +476,7 @@ struct {
 } tc_search SEC(".maps");
 
 /* From thread state ts on: tid's, as search_tstate() wants it, or 0. */
-__noinline __u64 search_chunk_tc(__u64 ts, __u32 tid, int want)
+__noinline __u64 search_chunk_tc(__u64 ts, __u64 tid, int want)
 {
 	__u32 zero = 0, cpu = bpf_get_smp_processor_id(), i;
 	struct find_ctx f = { .ts = ts, .tid = tid, .want = want };
@@ -492,7 +492,7 @@ __noinline __u64 search_chunk_tc(__u64 ts, __u32 tid, int want)
 	return f.found;
 }
 
-__noinline __u64 search_tstate_tc(__u32 tid, int want)
+__noinline __u64 search_tstate_tc(__u64 tid, int want)
 {
 	__u32 zero = 0, cpu = bpf_get_smp_processor_id();
 	__u64 interp = 0, ts = 0, found;

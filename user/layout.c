@@ -310,14 +310,16 @@ static void async_of(unsigned minor, struct py_async *out)
  * native_thread_id (thread_id is pthread_self()), no co_qualname (the
  * walker's fingerprint is co_name ^ co_lnotab/co_linetable, two pointers
  * no other live code object shares). Offsets from the DWARF of pyenv's
- * 3.8.18, 3.9.18 and 3.10.13 (gdb), checked by live walks.
+ * 3.8.18, 3.9.18 and 3.10.13 (gdb), checked by live walks; the exception
+ * ones (exc_info 144, its item's exc_value 8 and previous_item 24, tp_flags
+ * 168) with gdb on the same DWARF.
  */
 #define FRAME_OBJECT_WALK \
 	.exec_mask = ~0ULL, \
 	.rt_interp_head = 32, .interp_next = 0, .interp_threads_head = 8, \
 	.ts_next = 8, .ts_interp = 16, .ts_frame = 24, .ts_native_tid = 176, \
-	.ts_status = NO, .ts_exc = 88,	/* curexc_type */ \
-	.ts_exc_info = NO,	/* not checked: no --mode exception */ \
+	.ts_status = NO, .ts_exc = 88,	/* curexc_type: TB_F_EXC_TYPE */ \
+	.ts_exc_info = 144, .si_exc_value = 8, .si_previous = 24, .tp_flags = 168, \
 	.cframe_frame = NO, .cframe_prev = NO, \
 	.fr_previous = 24, .fr_code = 32, .fr_owner = 0, .fr_entry = NO, \
 	.co_type = 8, .co_adaptive = 0, .co_fp = 112, .co_fp2 = 120, \
@@ -338,7 +340,7 @@ static const struct py_layout builtin[] = {
 		.version = 0x03080000, .source = "built-in table (3.8)",
 		.walk.off = {
 			FRAME_OBJECT_WALK, .fr_instr = 104,	/* f_lasti, bytes */
-			.features = TB_F_FRAME_OBJECT | TB_F_LASTI_BYTES | TB_F_PTHREAD_ID,
+			.features = TB_F_FRAME_OBJECT | TB_F_LASTI_BYTES | TB_F_PTHREAD_ID | TB_F_EXC_TYPE,
 		},
 		.gil_in_runtime = 1152, .gil_ptr_in_interp = NO,	/* _PyRuntime.ceval.gil */
 		.gc_collecting = 344 + 200, .gc_in_runtime = 1,	/* _PyRuntime.gc */
@@ -348,7 +350,7 @@ static const struct py_layout builtin[] = {
 		.version = 0x03090000, .source = "built-in table (3.9)",
 		.walk.off = {
 			FRAME_OBJECT_WALK, .fr_instr = 104,
-			.features = TB_F_FRAME_OBJECT | TB_F_LASTI_BYTES | TB_F_PTHREAD_ID,
+			.features = TB_F_FRAME_OBJECT | TB_F_LASTI_BYTES | TB_F_PTHREAD_ID | TB_F_EXC_TYPE,
 		},
 		.gil_in_runtime = 352, .gil_ptr_in_interp = NO,
 		.gc_collecting = 616 + 200,	/* interp->gc */
@@ -358,7 +360,7 @@ static const struct py_layout builtin[] = {
 		.version = 0x030a0000, .source = "built-in table (3.10)",
 		.walk.off = {
 			FRAME_OBJECT_WALK, .fr_instr = 96,	/* f_lasti, code units */
-			.features = TB_F_FRAME_OBJECT | TB_F_PTHREAD_ID,
+			.features = TB_F_FRAME_OBJECT | TB_F_PTHREAD_ID | TB_F_EXC_TYPE,
 		},
 		.gil_in_runtime = 352, .gil_ptr_in_interp = NO,
 		.gc_collecting = 616 + 200,
