@@ -809,20 +809,28 @@ int sampler_consume(struct sampler *s)
 	return ring_buffer__consume(s->rb);
 }
 
+static void destroy_link(struct bpf_link **l)
+{
+	if (*l) {
+		bpf_link__destroy(*l);
+		*l = NULL;
+	}
+}
+
 /* Stop sampling; the ring buffer and maps stay readable. */
 void sampler_detach(struct sampler *s)
 {
 	close_events(s);
-	if (s->skel && s->skel->links.on_tick) {
-		bpf_link__destroy(s->skel->links.on_tick);
-		s->skel->links.on_tick = NULL;
-	}
+	if (!s->skel)
+		return;
+	/* Either walker's tick program: one left attached goes on counting
+	 * samples after the last read (seen: collected 739, written 738). */
+	destroy_link(&s->skel->links.on_tick);
+	destroy_link(&s->skel->links.on_tick_tc);
 	/* Wall mode: a thread switching in would credit time we no longer
 	 * read; what is still away is credited from the offcpu map instead. */
-	if (s->skel && s->skel->links.on_switch) {
-		bpf_link__destroy(s->skel->links.on_switch);
-		s->skel->links.on_switch = NULL;
-	}
+	destroy_link(&s->skel->links.on_switch);
+	destroy_link(&s->skel->links.on_switch_tc);
 }
 
 void sampler_close(struct sampler *s)

@@ -1,6 +1,6 @@
 """A stack cut from its callers: <module> -> outer -> middle -> spin, with
-middle's link to its caller (_PyInterpreterFrame.previous) overwritten by an
-unmapped address, so a walk reads spin and middle, then fails to read the
+middle's link to its caller (_PyInterpreterFrame.previous; before 3.11 the
+frame object's f_back) overwritten by an unmapped address, so a walk reads spin and middle, then fails to read the
 next frame: the stack is [partial];middle;spin.
 
 usage: cut_link.py [MAX_SECONDS]
@@ -19,6 +19,8 @@ import time
 # pointers; 3.12 to 3.14: after the code pointer).
 F_FRAME = 24
 PREVIOUS = 48 if sys.version_info[:2] == (3, 11) else 8
+# PyFrameObject.f_back before 3.11 (after PyObject_VAR_HEAD).
+F_BACK = 24
 UNMAPPED = 0x10
 
 
@@ -31,8 +33,11 @@ def spin(deadline):
 
 
 def middle(deadline):
-    iframe = ctypes.c_void_p.from_address(id(sys._getframe()) + F_FRAME).value
-    ctypes.c_void_p.from_address(iframe + PREVIOUS).value = UNMAPPED
+    if sys.version_info < (3, 11):
+        ctypes.c_void_p.from_address(id(sys._getframe()) + F_BACK).value = UNMAPPED
+    else:
+        iframe = ctypes.c_void_p.from_address(id(sys._getframe()) + F_FRAME).value
+        ctypes.c_void_p.from_address(iframe + PREVIOUS).value = UNMAPPED
     spin(deadline)  # CALL spin
 
 
