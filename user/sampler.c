@@ -257,7 +257,7 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 	s->skel->rodata->tick_handler = s->tick ? tick_handler() : 0;
 	ret = tachyon_bpf__load(s->skel);
 	if (ret) {
-		snprintf(err, errlen, "cannot load the BPF program: %s (run with -v for the verifier log; needs Linux >= 5.17 with BTF)",
+		snprintf(err, errlen, "cannot load the BPF program: %s (run with -v for the verifier log; needs Linux >= 5.10 with BTF)",
 			 strerror(-ret));
 		return ret;
 	}

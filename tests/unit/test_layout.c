@@ -410,7 +410,12 @@ static void test_frame_object_tables(void **state)
 		assert_int_equal(resolve_num(0, rows[i].file, &l), LAYOUT_OK);
 		assert_string_equal(l.name, rows[i].file);
 		assert_int_equal(l.walk.off.features & ~TB_F_LASTI_BYTES,
-				 TB_F_FRAME_OBJECT | TB_F_PTHREAD_ID);
+				 TB_F_FRAME_OBJECT | TB_F_PTHREAD_ID | TB_F_EXC_TYPE);
+		/* --mode exception: curexc_type, exc_info and its items (DWARF) */
+		assert_int_equal(l.walk.off.ts_exc, 88);
+		assert_int_equal(l.walk.off.ts_exc_info, 144);
+		assert_int_equal(l.walk.off.si_exc_value, 8);
+		assert_int_equal(l.walk.off.si_previous, 24);
 		assert_int_equal(l.walk.off.features & TB_F_LASTI_BYTES, rows[i].lasti_bytes);
 		assert_int_equal(l.walk.off.fr_instr, rows[i].lasti);
 		assert_int_equal(l.walk.off.fr_previous, 24);	/* f_back */
@@ -584,8 +589,8 @@ static void test_exception_offsets(void **state)
 				     &l), LAYOUT_NO_EXCEPTIONS);
 	layout_explain(&l, LAYOUT_NO_EXCEPTIONS, msg, sizeof(msg));
 	assert_non_null(strstr(msg, "Python 3.16.0: --mode exception"));
-	assert_non_null(strstr(msg, "3.11 to 3.15"));
-	assert_string_equal(layout_exc_supported(), "3.11 to 3.15");
+	assert_non_null(strstr(msg, "3.8 to 3.15"));
+	assert_string_equal(layout_exc_supported(), "3.8 to 3.15");
 	/* A pre-release of a known minor, forced. */
 	load_313();
 	put64(8, 0x030d00b2);
