@@ -234,7 +234,7 @@ def _refused(version):
     check(res.rc == 1, "%s: exit %s, want 1 %s" % (what, res.rc, res.where()))
     check(res.out == b"", "%s: stdout not empty: %r" % (what, res.out[:200]))
     check(len(lines) == 1, "%s: want one line on stderr, got %r" % (what, lines))
-    for m in ("tachyon-bpf: pid %d" % w.pid, "--mode exception", "3.11 to 3.15"):
+    for m in ("tachyon-bpf: pid %d" % w.pid, "--mode exception", "3.8 to 3.15"):
         check(m in lines[0], "%s: the line lacks %r: %r" % (what, m, lines[0]))
     # The same target is profiled in the other modes (test_synthetic checks it).
     ok = run_profiler(w.pid, PROFILE + ["--force-version"], timeout=30)
