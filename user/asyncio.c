@@ -107,6 +107,12 @@ static int in_set(const struct target *t, uint64_t set, uint64_t task)
 	return 0;
 }
 
+/* Is the task field at off (size bytes) inside the TB_TASK_READ bytes read? */
+static int task_field_ok(const struct tb_async *b, uint16_t off, unsigned size)
+{
+	return off >= b->task_lo && off - b->task_lo + size <= TB_TASK_READ;
+}
+
 /* Does child (a task of the record) still await parent, as in the sample? */
 static int still_awaits(const struct target *t, const struct tb_task *child,
 			const struct tb_task *parent)
@@ -115,13 +121,15 @@ static int still_awaits(const struct target *t, const struct tb_task *child,
 	uint8_t buf[TB_TASK_READ];
 	uint64_t by;
 
-	if (remote_read(t->pid, child->task + b->task_lo, buf, sizeof(buf)))
+	if (!task_field_ok(b, b->task_awaited_by, 8) || !task_field_ok(b, b->task_coro, 8) ||
+	    !task_field_ok(b, b->task_name, 8) || !task_field_ok(b, b->task_is_set, 1) ||
+	    remote_read(t->pid, child->task + b->task_lo, buf, sizeof(buf)))
 		return 0;
-	by = load_u64(buf + b->task_awaited_by - b->task_lo);
-	if (load_u64(buf + b->task_coro - b->task_lo) != child->coro ||
-	    load_u64(buf + b->task_name - b->task_lo) != child->name)
+	by = load_u64(buf + (b->task_awaited_by - b->task_lo));
+	if (load_u64(buf + (b->task_coro - b->task_lo)) != child->coro ||
+	    load_u64(buf + (b->task_name - b->task_lo)) != child->name)
 		return 0;
-	if (buf[b->task_is_set - b->task_lo])
+	if (buf[(b->task_is_set - b->task_lo)])
 		return in_set(t, by, parent->task);
 	return by == parent->task;
 }
