@@ -388,7 +388,8 @@ static __always_inline __u64 thread_key(struct tb_walk *L, __u32 tid)
 
 	if (!(L->off.features & TB_F_PTHREAD_ID))
 		return ns_tid(L, tid);
-	task = bpf_get_current_task_btf();
+	/* not bpf_get_current_task_btf(): Linux 5.11 */
+	task = (struct task_struct *)bpf_get_current_task();
 	return BPF_CORE_READ(task, thread.fsbase);
 }
 

@@ -84,7 +84,9 @@ def failed(rc, stderr):
     m = re.match(r"tachyon-bpf: kernel \S+: (.*) \(run on Linux", err[-1])
     if rc == 1 and m:
         return Refused(m.group(1))
-    return RuntimeError("exit %d: %s" % (rc, err[-1]))
+    # A load the kernel refused: its verifier's last words (with -v).
+    log = [l for l in stderr.splitlines() if not l.startswith("tachyon-bpf:")][-12:]
+    return RuntimeError("exit %d: %s%s" % (rc, err[-1], "".join("\n    " + l for l in log)))
 
 
 def profile(tb, args, out):
@@ -138,7 +140,7 @@ def in_order(stack, frames):
 def check_load(tb, tmp):
     """Load, verify and attach on a sleeping target: wall mode, so the run
     has samples (a run that profiled nothing exits 1)."""
-    out = profile_target(tb, "3.13", "sleep", ["-m", "wall", "-d", "1"], tmp + "/load.txt")
+    out = profile_target(tb, "3.13", "sleep", ["-v", "-m", "wall", "-d", "1"], tmp + "/load.txt")
     if not stacks(out):
         raise RuntimeError("no samples in wall mode")
 
