@@ -218,9 +218,11 @@ static int old_python(struct target *t, char *err, size_t errlen)
 {
 	struct layout_facts f = { .file_version = t->loc.version_hint };
 	int ret = layout_resolve(&f, 0, &t->layout);
+	const char *dot = strchr(t->layout.name, '.');
 
 	if (ret == LAYOUT_NO_VERSION || !layout_too_old(&t->layout))
 		return TARGET_NOT_PYTHON;
+	t->version_partial = !dot || !strchr(dot + 1, '.');
 	layout_explain(&t->layout, LAYOUT_UNSUPPORTED, err, errlen);
 	return TARGET_UNSUPPORTED;
 }

@@ -270,7 +270,7 @@ static int try_discover(struct targets *ts, struct discover *d)
 {
 	struct target *t = calloc(1, sizeof(*t));
 	char err[512] = "";
-	int ret;
+	int ret, partial;
 
 	if (!t)
 		return 1;
@@ -279,7 +279,12 @@ static int try_discover(struct targets *ts, struct discover *d)
 		ret = TARGET_UNSUPPORTED;
 	if (ret == TARGET_OK && !targets_add(ts, t))
 		return 1;
+	partial = t->version_partial;
 	free(t);
+	/* python3.7 just exec'd: its name says 3.7 before ld.so maps the
+	 * libpython that says 3.7.16; the refusal waits for the full name. */
+	if (ret == TARGET_UNSUPPORTED && partial && d->attempts + 1 < MAX_ATTEMPTS)
+		ret = TARGET_NOT_PYTHON;
 	if (ret == TARGET_UNSUPPORTED) {
 		refuse_once(ts, d->pid, err);
 		return 1;
