@@ -846,31 +846,6 @@ static __always_inline int walk_begin(struct walk_ctx *c, __u32 pid, __u32 tid,
 	return 0;
 }
 
-/* After the steps: the counters, and the stack id. */
-static __always_inline int walk_end(struct walk_ctx *c, __u32 pid)
-{
-	memo_end(c, pid);
-	if (c->ch.flags & TB_SF_PARTIAL)
-		count(c->cnt, TB_C_READ_FRAME);
-	if (c->ch.flags & TB_SF_TRUNCATED)
-		count(c->cnt, TB_C_TRUNCATED);
-	if (!c->ch.depth && !(c->ch.flags & TB_SF_PARTIAL))
-		return TB_C_NO_FRAMES;
-	c->ch.hash = tb_chain_id(&c->ch);	/* the stack id from here on */
-	return 0;
-}
-
-static __always_inline int walk_current(struct walk_ctx *c, __u32 pid, __u32 tid)
-{
-	int ret = walk_begin(c, pid, tid, 0);
-
-	if (ret)
-		return ret;
-	memo_begin(c->s, &c->m, pid, c->interp);
-	bpf_loop(2 * TB_MAX_DEPTH, walk_step, c, 0);
-	return walk_end(c, pid);
-}
-
 /* GIL held (by us / anybody) and GC running: two small reads, when asked. */
 static __always_inline void read_gil_gc(struct walk_ctx *c)
 {
@@ -900,6 +875,36 @@ static __always_inline __u64 wake_flag(void)
 }
 
 #include "asyncio.bpf.h"
+
+/* After the steps: the counters, and the stack id. */
+static __always_inline int walk_end(struct walk_ctx *c, __u32 pid)
+{
+	memo_end(c, pid);
+	if (c->ch.flags & TB_SF_PARTIAL)
+		count(c->cnt, TB_C_READ_FRAME);
+	if (c->ch.flags & TB_SF_TRUNCATED)
+		count(c->cnt, TB_C_TRUNCATED);
+	if (!c->ch.depth && !(c->ch.flags & TB_SF_PARTIAL))
+		return TB_C_NO_FRAMES;
+	c->ch.hash = tb_chain_id(&c->ch);	/* the stack id from here on */
+	/* Here rather than in the drivers' ends: async_chain's frame then
+	 * adds to the walk's end, not to sample_done's (the tail-call
+	 * walker's 512-byte chain, tc_close). */
+	read_gil_gc(c);
+	async_chain(c, pid);
+	return 0;
+}
+
+static __always_inline int walk_current(struct walk_ctx *c, __u32 pid, __u32 tid)
+{
+	int ret = walk_begin(c, pid, tid, 0);
+
+	if (ret)
+		return ret;
+	memo_begin(c->s, &c->m, pid, c->interp);
+	bpf_loop(2 * TB_MAX_DEPTH, walk_step, c, 0);
+	return walk_end(c, pid);
+}
 
 /* Py_TPFLAGS_BASE_EXC_SUBCLASS: BaseException and its subclasses have it. */
 #define TB_TPFLAGS_BASE_EXC	(1ULL << 30)
@@ -1160,8 +1165,6 @@ static __noinline void sample_done(void *ctx, struct walk_ctx *c, __u64 pid_tid,
 		count(c->cnt, ret);
 		goto out;
 	}
-	read_gil_gc(c);
-	async_chain(c, pid);
 	/* Only a sample whose GIL state was read can be judged: before its
 	 * address is known (an interpreter starting up) it is kept. */
 	if (mode == TB_MODE_GIL && (c->ch.flags & TB_SF_STATUS_KNOWN) && !(c->ch.flags & TB_SF_GIL)) {
@@ -1264,8 +1267,6 @@ static __noinline void switch_out_done(void *ctx, struct walk_ctx *c, __u64 pid_
 		count(c->cnt, TB_C_OFFCPU_SKIPPED);
 		return;
 	}
-	read_gil_gc(c);
-	async_chain(c, pid);
 	if (push_stack(c->s, pid, c->ch.hash, c->ch.depth, 0) < 0) {
 		count(c->cnt, TB_C_OFFCPU_SKIPPED);	/* ring buffer full */
 		return;
@@ -1296,8 +1297,12 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u6
 	switch_out_done(ctx, &c, (__u64)pid << 32 | tid, walk_current(&c, pid, tid), now);
 }
 
-/* Wall mode, next coming back: credit the time away in whole periods. */
-static __always_inline void switch_in(struct task_struct *next, __u64 now)
+/*
+ * Wall mode, next coming back: credit the time away in whole periods. A
+ * function of its own: its frame is then not on_switch_tc's, which calls
+ * tc_close() (the 512-byte chain, see there).
+ */
+static __noinline void switch_in(struct task_struct *next, __u64 now)
 {
 	__u32 tid = BPF_CORE_READ(next, pid), zero = 0;
 	struct tb_offcpu *oc = bpf_map_lookup_elem(&offcpu, &tid);
@@ -1433,88 +1438,103 @@ __noinline int tc_chunk(void)
 	return ret || st->step >= 2 * TB_MAX_DEPTH;
 }
 
-/* The driver's own end of a walk (ret: walk_end()'s, or why none). */
-static __always_inline void tc_done(void *ctx, struct walk_ctx *c, struct tc_state *st, int ret,
-				    const int kind)
-{
-	if (kind == TC_SWITCH)
-		switch_out_done(ctx, c, (__u64)st->pid << 32 | st->tid, ret, st->now);
-	else
-		sample_done(ctx, c, (__u64)st->pid << 32 | st->tid, ret, st->t0);
-}
+/*
+ * The drivers' frames stay small and the walk's state lives in tc_state:
+ * 5.10 allows 512 bytes of stack for a program and the chain of subprograms
+ * it calls, rounded up to 32 bytes each, and a driver holding a walk_ctx
+ * (240-264 bytes) over tc_chunk (192), walk_step and memo_find came to
+ * 544-608. So a walk's start and end are subprograms of their own, each
+ * with its own walk_ctx, and the driver holds none.
+ */
 
 /*
- * The walk in tc_state goes on here, TC_CHUNKS chunks of steps per program,
- * then in the next program, until it ends; then the driver's own end (kind,
- * a constant). c: the walk's pointers, set up.
+ * A walk of pid's thread tid starts (t0: a sample's clock, now: a switch's
+ * time) in tc_state. Returns 0 if tc_chunk() goes on with it, the counter
+ * of why there is no stack, or -1 if the event is not ours at all.
  */
-static __always_inline int tc_walk(void *ctx, struct walk_ctx *c, struct tc_state *st,
-				   void *next, const int kind)
+static __noinline int tc_open(__u64 pid_tid, __u64 now, const int kind)
 {
-	__u32 n;
-
-	for (n = 0; n < TC_CHUNKS; n++)
-		if (tc_chunk())
-			break;
-	if (n == TC_CHUNKS) {
-		bpf_tail_call(ctx, next, 0);
-		/* No program there, or no tail call left: the walk was cut. */
-		st->ch.flags |= TB_SF_TRUNCATED;
-	}
-	__builtin_memcpy(&c->ch, &st->ch, sizeof(c->ch));
-	tc_done(ctx, c, st, walk_end(c, st->pid), kind);
-	return 0;
-}
-
-/* A *_more program: the walk goes on. */
-static __always_inline int tc_more(void *ctx, void *next, const int kind)
-{
-	struct walk_ctx c = {};
-	struct tc_state *st = tc_resume(&c);
-
-	return st ? tc_walk(ctx, &c, st, next, kind) : 0;
-}
-
-/*
- * A walk of pid's thread tid starts (c set up by begin(); t0: a sample's
- * clock, now: a switch's time): its first steps here, or the driver's end
- * at once if there is nothing to walk.
- */
-static __always_inline int tc_start(void *ctx, struct walk_ctx *c, __u32 pid, __u32 tid,
-				    __u64 t0, __u64 now, void *next, const int kind)
-{
-	__u32 zero = 0;
+	__u32 zero = 0, pid = pid_tid >> 32, tid = (__u32)pid_tid;
 	struct tc_state *st = bpf_map_lookup_elem(&tc_state, &zero);
+	struct walk_ctx c = {};
+	struct tb_walk *L;
+	__u64 t0 = 0;
 	int ret;
 
 	if (!st)
-		return 0;
+		return -1;
+	if (kind == TC_SWITCH) {
+		L = bpf_map_lookup_elem(&procs, &pid);
+		if (!L || !begin(&c, L))
+			return -1;
+	} else if (!sample_begin(&c, pid, &t0)) {
+		return -1;
+	}
 	st->pid = pid;
 	st->tid = tid;
 	st->t0 = t0;
 	st->now = now;
 	st->step = 0;
-	ret = walk_begin(c, pid, tid, 1);
-	if (ret) {
-		tc_done(ctx, c, st, ret, kind);
-		return 0;
+	ret = walk_begin(&c, pid, tid, 1);
+	if (ret)
+		return ret;
+	st->tstate = c.tstate;
+	st->interp = c.interp;
+	__builtin_memcpy(&st->ch, &c.ch, sizeof(c.ch));
+	__builtin_memcpy(&st->w, &c.w, sizeof(c.w));
+	return 0;
+}
+
+/* The walk in tc_state is over (ret: 0, or why there is no stack): the
+ * driver's own end, a sample's or a switch's. */
+static __noinline void tc_close(void *ctx, int ret, const int kind)
+{
+	struct walk_ctx c = {};
+	struct tc_state *st = tc_resume(&c);
+	__u64 pid_tid;
+
+	if (!st)
+		return;
+	pid_tid = (__u64)st->pid << 32 | st->tid;
+	if (!ret) {
+		__builtin_memcpy(&c.ch, &st->ch, sizeof(c.ch));
+		ret = walk_end(&c, st->pid);
 	}
-	st->tstate = c->tstate;
-	st->interp = c->interp;
-	__builtin_memcpy(&st->ch, &c->ch, sizeof(c->ch));
-	__builtin_memcpy(&st->w, &c->w, sizeof(c->w));
-	return tc_walk(ctx, c, st, next, kind);
+	if (kind == TC_SWITCH)
+		switch_out_done(ctx, &c, pid_tid, ret, st->now);
+	else
+		sample_done(ctx, &c, pid_tid, ret, st->t0);
+}
+
+/*
+ * The walk in tc_state goes on here (ret: 0; else why there is none), up to
+ * TC_CHUNKS chunks of steps per program, then in the next program, until it
+ * ends; then the driver's own end (kind, a constant).
+ */
+static __always_inline int tc_walk(void *ctx, int ret, void *next, const int kind)
+{
+	__u32 zero = 0, n;
+	struct tc_state *st;
+
+	for (n = 0; !ret && n < TC_CHUNKS; n++)
+		if (tc_chunk())
+			break;
+	if (!ret && n == TC_CHUNKS) {
+		bpf_tail_call(ctx, next, 0);
+		/* No program there, or no tail call left: the walk was cut. */
+		st = bpf_map_lookup_elem(&tc_state, &zero);
+		if (st)
+			st->ch.flags |= TB_SF_TRUNCATED;
+	}
+	tc_close(ctx, ret, kind);
+	return 0;
 }
 
 static __always_inline int tc_sample(void *ctx, void *next)
 {
-	__u64 id = bpf_get_current_pid_tgid(), t0;
-	__u32 pid = id >> 32, tid = (__u32)id;
-	struct walk_ctx c = {};
+	int ret = tc_open(bpf_get_current_pid_tgid(), 0, TC_SAMPLE);
 
-	if (!sample_begin(&c, pid, &t0))
-		return 0;
-	return tc_start(ctx, &c, pid, tid, t0, 0, next, TC_SAMPLE);
+	return ret < 0 ? 0 : tc_walk(ctx, ret, next, TC_SAMPLE);
 }
 
 SEC("perf_event")
@@ -1526,7 +1546,7 @@ int on_sample_tc(struct bpf_perf_event_data *ctx)
 SEC("perf_event")
 int on_sample_tc_more(struct bpf_perf_event_data *ctx)
 {
-	return tc_more(ctx, &tc_next_sample, TC_SAMPLE);
+	return tc_walk(ctx, 0, &tc_next_sample, TC_SAMPLE);
 }
 
 SEC("tp_btf/hrtimer_expire_entry")
@@ -1538,7 +1558,7 @@ int BPF_PROG(on_tick_tc, struct hrtimer *timer)
 SEC("tp_btf/hrtimer_expire_entry")
 int on_tick_tc_more(void *ctx)
 {
-	return tc_more(ctx, &tc_next_tick, TC_SAMPLE);
+	return tc_walk(ctx, 0, &tc_next_tick, TC_SAMPLE);
 }
 
 SEC("tp_btf/sched_switch")
@@ -1546,21 +1566,18 @@ int BPF_PROG(on_switch_tc, bool preempt, struct task_struct *prev, struct task_s
 {
 	__u32 pid = BPF_CORE_READ(prev, tgid), tid = BPF_CORE_READ(prev, pid);
 	__u64 now = bpf_ktime_get_ns();
-	struct walk_ctx c = {};
-	struct tb_walk *L;
+	int ret;
 
 	/* next first: prev's walk may end in another program. */
 	switch_in(next, now);
-	L = bpf_map_lookup_elem(&procs, &pid);
-	if (!L || !begin(&c, L))
-		return 0;
-	return tc_start(ctx, &c, pid, tid, 0, now, &tc_next_switch, TC_SWITCH);
+	ret = tc_open((__u64)pid << 32 | tid, now, TC_SWITCH);
+	return ret < 0 ? 0 : tc_walk(ctx, ret, &tc_next_switch, TC_SWITCH);
 }
 
 SEC("tp_btf/sched_switch")
 int on_switch_tc_more(void *ctx)
 {
-	return tc_more(ctx, &tc_next_switch, TC_SWITCH);
+	return tc_walk(ctx, 0, &tc_next_switch, TC_SWITCH);
 }
 
 static __always_inline void proc_event(__u32 event, __u32 pid, __u32 ppid, __u32 followed)
