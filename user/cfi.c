@@ -79,7 +79,7 @@ struct machine {
 
 static int need(struct rd *r, size_t n)
 {
-	if (r->bad || (size_t)(r->end - r->p) < n) {
+	if (r->bad || r->p > r->end || (size_t)(r->end - r->p) < n) {
 		r->bad = 1;
 		return 0;
 	}
@@ -357,6 +357,19 @@ static void def_cfa_expr(struct machine *m, struct rd *r)
 	r->p += n;
 }
 
+/*
+ * An operand times the data alignment; INT64_MIN (which no row can hold,
+ * so the rule becomes unsupported) when a hostile file makes it overflow.
+ */
+static int64_t scaled(int64_t v, int64_t align, int negate)
+{
+	int64_t out;
+
+	if (__builtin_mul_overflow(v, align, &out) || (negate && out == INT64_MIN))
+		return INT64_MIN;
+	return negate ? -out : out;
+}
+
 /* Moves to a new location, emitting the row for the old one first. */
 static int advance(struct cfi_table *t, struct machine *m, uint64_t to)
 {
@@ -398,7 +411,7 @@ static int op_primary(struct cfi_table *t, struct machine *m, struct rd *r, uint
 	case 0x40:
 		return advance(t, m, m->loc + low * m->cie->code_align);
 	case 0x80:
-		set_rule(m, low, R_OFFSET, (int64_t)rd_uleb(r) * m->cie->data_align);
+		set_rule(m, low, R_OFFSET, scaled((int64_t)rd_uleb(r), m->cie->data_align, 0));
 		return 0;
 	default:
 		restore_rule(m, low);
@@ -415,7 +428,7 @@ static int op_cfa(struct machine *m, struct rd *r, uint8_t op)
 		break;
 	case 0x12:	/* def_cfa_sf */
 		m->cur.cfa.reg = rd_uleb(r);
-		m->cur.cfa.off = rd_sleb(r) * m->cie->data_align;
+		m->cur.cfa.off = scaled(rd_sleb(r), m->cie->data_align, 0);
 		break;
 	case 0x0d:	/* def_cfa_register */
 		m->cur.cfa.reg = rd_uleb(r);
@@ -424,7 +437,7 @@ static int op_cfa(struct machine *m, struct rd *r, uint8_t op)
 		m->cur.cfa.off = (int64_t)rd_uleb(r);
 		break;
 	case 0x13:	/* def_cfa_offset_sf */
-		m->cur.cfa.off = rd_sleb(r) * m->cie->data_align;
+		m->cur.cfa.off = scaled(rd_sleb(r), m->cie->data_align, 0);
 		break;
 	case 0x0f:
 		def_cfa_expr(m, r);
@@ -449,8 +462,7 @@ static int op_register(struct machine *m, struct rd *r, uint8_t op)
 	case 0x2f:	/* GNU_negative_offset_extended */
 		reg = rd_uleb(r);
 		off = op == 0x11 ? rd_sleb(r) : (int64_t)rd_uleb(r);
-		off *= m->cie->data_align;
-		set_rule(m, reg, R_OFFSET, op == 0x2f ? -off : off);
+		set_rule(m, reg, R_OFFSET, scaled(off, m->cie->data_align, op == 0x2f));
 		return 0;
 	case 0x06:	/* restore_extended */
 		restore_rule(m, rd_uleb(r));
@@ -558,7 +570,9 @@ static int next_entry(struct rd *r, struct entry *e)
 	e->wide = len == 0xffffffff;
 	if (e->wide)
 		len = rd_le(r, 8);
-	if (r->bad || len == 0 || len > (uint64_t)(r->end - r->p)) {
+	if (r->bad || len == 0 || len > (uint64_t)(r->end - r->p) ||
+	    len < (e->wide ? 8u : 4u)) {
+		/* Too short to hold its own id: as malformed as too long. */
 		r->bad = r->bad || len != 0;
 		return 0;
 	}
@@ -785,6 +799,8 @@ void cfi_finish(struct cfi_table *t)
 {
 	size_t i, n = 0;
 
+	/* Counted again from the rows: an FDE rolled back took its own. */
+	t->unsupported = 0;
 	if (!t->nrows)
 		return;
 	qsort(t->rows, t->nrows, sizeof(t->rows[0]), row_cmp);
@@ -801,7 +817,6 @@ void cfi_finish(struct cfi_table *t)
 		t->rows[n++] = *r;
 	}
 	t->nrows = n;
-	t->unsupported = 0;
 	for (i = 0; i < n; i++)
 		t->unsupported += t->rows[i].kind == TB_CFI_UNSUPPORTED;
 }

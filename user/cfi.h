@@ -72,7 +72,8 @@ const struct tb_cfi_row *cfi_lookup(const struct cfi_table *t, uint64_t pc);
 /*
  * A whole ELF file: its .eh_frame (via .eh_frame_hdr when the section headers
  * are gone), then .debug_frame for what .eh_frame leaves uncovered.
- * 0, or a negative errno (-ENOEXEC: not an x86-64 ELF; -ENOENT: no CFI).
+ * 0, or a negative errno (-ENOEXEC: not an x86-64 ELF; -ENOENT: no CFI;
+ * -EINVAL: .eh_frame malformed before its first FDE; -ENOMEM).
  */
 int cfi_from_fd(int fd, struct cfi_table *t);
 int cfi_from_mem(const void *buf, size_t len, struct cfi_table *t);
