@@ -9,7 +9,8 @@ return address at CFA-8, undefined = end of stack, signal frames).
 test_cfi_unwind_matches_gdb: a program built with -fomit-frame-pointer,
 stopped inside a signal handler called under libc's qsort, is unwound by the
 reference unwinder (build/tests/cfidump unwind) and by gdb: same return
-addresses, frame for frame, to the end of the stack.
+addresses, frame for frame, to the end of the stack; once with the program's
+CFI in .eh_frame, once in .debug_frame only.
 """
 
 import bisect
@@ -228,33 +229,40 @@ while f is not None:
 """
 
 
+def unwind_both(d, flags):
+    """(our return addresses, our stop line, gdb's) for PROG built with flags."""
+    exe = os.path.join(d, "nofp")
+    subprocess.run(["cc", "-O2", "-fomit-frame-pointer"] + flags + ["-x", "c", "-", "-o", exe],
+                   input=PROG, text=True, check=True)
+    script = os.path.join(d, "bt.py")
+    with open(script, "w") as f:
+        f.write(GDB_SCRIPT)
+    proc = subprocess.Popen([exe], stdout=subprocess.PIPE)
+    try:
+        check(proc.stdout.readline() == b"ready\n", "the program did not start")
+        time.sleep(0.3)
+        ours = subprocess.run([CFIDUMP, "unwind", str(proc.pid)], capture_output=True,
+                              text=True, timeout=30)
+        check(ours.returncode == 0, "cfidump unwind: %s" % ours.stderr.strip())
+        gdb = subprocess.run(["gdb", "-p", str(proc.pid), "-batch", "-nx", "-x", script],
+                             capture_output=True, text=True, timeout=60)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    pcs = [int(x, 16) for x in ours.stdout.split() if x.startswith("0x")]
+    want = [int(m, 16) for m in re.findall(r"^PC (0x[0-9a-f]+)$", gdb.stdout, re.M)]
+    check(len(want) >= 12, "gdb's bt is too short (%d frames): %s" % (len(want), gdb.stdout[-800:]))
+    return pcs, ours.stdout.strip().splitlines()[-1], want
+
+
 @timeout(90)
 def test_cfi_unwind_matches_gdb():
     check(os.access(CFIDUMP, os.X_OK), "%s not built" % CFIDUMP)
-    with tempfile.TemporaryDirectory() as d:
-        exe = os.path.join(d, "nofp")
-        subprocess.run(["cc", "-O2", "-fomit-frame-pointer", "-fasynchronous-unwind-tables",
-                        "-x", "c", "-", "-o", exe], input=PROG, text=True, check=True)
-        script = os.path.join(d, "bt.py")
-        with open(script, "w") as f:
-            f.write(GDB_SCRIPT)
-        proc = subprocess.Popen([exe], stdout=subprocess.PIPE)
-        try:
-            check(proc.stdout.readline() == b"ready\n", "the program did not start")
-            time.sleep(0.3)
-            ours = subprocess.run([CFIDUMP, "unwind", str(proc.pid)], capture_output=True,
-                                  text=True, timeout=30)
-            check(ours.returncode == 0, "cfidump unwind: %s" % ours.stderr.strip())
-            gdb = subprocess.run(["gdb", "-p", str(proc.pid), "-batch", "-nx", "-x", script],
-                                 capture_output=True, text=True, timeout=60)
-        finally:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-    lines = ours.stdout.split()
-    pcs = [int(x, 16) for x in lines if x.startswith("0x")]
-    stop = ours.stdout.strip().splitlines()[-1]
-    want = [int(m, 16) for m in re.findall(r"^PC (0x[0-9a-f]+)$", gdb.stdout, re.M)]
-    check(len(want) >= 12, "gdb's bt is too short (%d frames): %s" % (len(want), gdb.stdout[-800:]))
-    check(pcs == want, "return addresses differ:\nours %s (%s)\ngdb  %s"
-          % ([hex(p) for p in pcs], stop, [hex(p) for p in want]))
-    check(stop == "# end of stack", "our unwind stopped with %s" % stop)
+    # The program's own CFI in .eh_frame, then (built -g without unwind
+    # tables) in .debug_frame only.
+    for flags in (["-fasynchronous-unwind-tables"], ["-g", "-fno-asynchronous-unwind-tables"]):
+        with tempfile.TemporaryDirectory() as d:
+            pcs, stop, want = unwind_both(d, flags)
+        check(pcs == want, "%s: return addresses differ:\nours %s (%s)\ngdb  %s"
+              % (" ".join(flags), [hex(p) for p in pcs], stop, [hex(p) for p in want]))
+        check(stop == "# end of stack", "%s: our unwind stopped with %s" % (" ".join(flags), stop))
