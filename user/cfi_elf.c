@@ -267,13 +267,11 @@ static void init_libelf(void)
 		done = 1;
 }
 
-int cfi_from_fd(int fd, struct cfi_table *t)
+/* Takes elf (NULL: libelf refused the bytes) and ends it. */
+static int from_handle(Elf *elf, struct cfi_table *t)
 {
-	Elf *elf;
 	int err;
 
-	init_libelf();
-	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf) {
 		memset(t, 0, sizeof(*t));
 		return -ENOEXEC;
@@ -283,21 +281,17 @@ int cfi_from_fd(int fd, struct cfi_table *t)
 	return err;
 }
 
+int cfi_from_fd(int fd, struct cfi_table *t)
+{
+	init_libelf();
+	return from_handle(elf_begin(fd, ELF_C_READ, NULL), t);
+}
+
 int cfi_from_mem(const void *buf, size_t len, struct cfi_table *t)
 {
-	Elf *elf;
-	int err;
-
 	init_libelf();
 	/* elf_memory() takes a char * but only reads the image in ELF_C_READ. */
-	elf = elf_memory((char *)(uintptr_t)buf, len);
-	if (!elf) {
-		memset(t, 0, sizeof(*t));
-		return -ENOEXEC;
-	}
-	err = from_elf(elf, t);
-	elf_end(elf);
-	return err;
+	return from_handle(elf_memory((char *)(uintptr_t)buf, len), t);
 }
 
 /* ---- Cache by build id ------------------------------------------------------ */
