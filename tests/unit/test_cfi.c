@@ -476,6 +476,7 @@ static void test_self_elf(void **state)
 	assert_int_equal(cfi_from_mem(img, len, &b), 0);
 	assert_int_equal(b.nrows, a.nrows);
 	assert_memory_equal(b.rows, a.rows, cfi_bytes(&a));
+	cfi_free(&b);
 	/* Not x86-64: refused. */
 	eh->e_machine = EM_AARCH64;
 	assert_int_equal(cfi_from_mem(img, len, &b), -ENOEXEC);
