@@ -10,7 +10,8 @@ test_cfi_unwind_matches_gdb: a program built with -fomit-frame-pointer,
 stopped inside a signal handler called under libc's qsort, is unwound by the
 reference unwinder (build/tests/cfidump unwind) and by gdb: same return
 addresses, frame for frame, to the end of the stack; once with the program's
-CFI in .eh_frame, once in .debug_frame only.
+CFI in .eh_frame, once in .debug_frame only; then pyenv's python3.13 (whose
+libpython has no frame pointers) sleeping under a few Python calls.
 """
 
 import bisect
@@ -229,18 +230,15 @@ while f is not None:
 """
 
 
-def unwind_both(d, flags):
-    """(our return addresses, our stop line, gdb's, in_handler's bounds) for PROG."""
-    exe = os.path.join(d, "nofp")
-    subprocess.run(["cc", "-O2", "-fomit-frame-pointer", "-no-pie"] + flags +
-                   ["-x", "c", "-", "-o", exe],
-                   input=PROG, text=True, check=True)
+def unwind_both(d, argv):
+    """(our return addresses, our stop line, gdb's) for argv, stopped twice
+    once it printed "ready"."""
     script = os.path.join(d, "bt.py")
     with open(script, "w") as f:
         f.write(GDB_SCRIPT)
-    proc = subprocess.Popen([exe], stdout=subprocess.PIPE)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE)
     try:
-        check(proc.stdout.readline() == b"ready\n", "the program did not start")
+        check(proc.stdout.readline() == b"ready\n", "%s did not start" % argv[0])
         time.sleep(0.3)
         ours = subprocess.run([CFIDUMP, "unwind", str(proc.pid)], capture_output=True,
                               text=True, timeout=30)
@@ -250,16 +248,33 @@ def unwind_both(d, flags):
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-    # in_handler's bounds (-no-pie: nm's addresses are the runtime ones),
-    # for frame 0: the two stops see its loop at different instructions.
-    nm = subprocess.run(["nm", "-n", exe], capture_output=True, text=True,
-                        check=True).stdout.split("\n")
-    at = [i for i, l in enumerate(nm) if l.endswith(" in_handler")][0]
-    bounds = (int(nm[at].split()[0], 16), int(nm[at + 1].split()[0], 16))
     pcs = [int(x, 16) for x in ours.stdout.split() if x.startswith("0x")]
     want = [int(m, 16) for m in re.findall(r"^PC (0x[0-9a-f]+)$", gdb.stdout, re.M)]
     check(len(want) >= 12, "gdb's bt is too short (%d frames): %s" % (len(want), gdb.stdout[-800:]))
-    return pcs, ours.stdout.strip().splitlines()[-1], want, bounds
+    return pcs, ours.stdout.strip().splitlines()[-1], want
+
+
+def build_prog(d, flags):
+    """PROG built with flags, and in_handler's [start, end) (-no-pie: nm's
+    addresses are the runtime ones)."""
+    exe = os.path.join(d, "nofp")
+    subprocess.run(["cc", "-O2", "-fomit-frame-pointer", "-no-pie"] + flags +
+                   ["-x", "c", "-", "-o", exe], input=PROG, text=True, check=True)
+    nm = subprocess.run(["nm", "-n", exe], capture_output=True, text=True,
+                        check=True).stdout.split("\n")
+    at = [i for i, l in enumerate(nm) if l.endswith(" in_handler")][0]
+    return exe, (int(nm[at].split()[0], 16), int(nm[at + 1].split()[0], 16))
+
+
+PY_SLEEP = """
+import time
+def down(n):
+    if n:
+        return down(n - 1)
+    time.sleep(100)
+print("ready", flush=True)
+down(5)
+"""
 
 
 @timeout(90)
@@ -268,11 +283,24 @@ def test_cfi_unwind_matches_gdb():
     # The program's own CFI in .eh_frame, then (built -g without unwind
     # tables) in .debug_frame only.
     for flags in (["-fasynchronous-unwind-tables"], ["-g", "-fno-asynchronous-unwind-tables"]):
+        what = " ".join(flags)
         with tempfile.TemporaryDirectory() as d:
-            pcs, stop, want, (lo, hi) = unwind_both(d, flags)
+            exe, (lo, hi) = build_prog(d, flags)
+            pcs, stop, want = unwind_both(d, [exe])
+        # Frame 0 by function: the two stops see the loop at different
+        # instructions.
         check(pcs and want and lo <= pcs[0] < hi and lo <= want[0] < hi,
               "%s: frame 0 not in in_handler [%#x, %#x): ours %s, gdb's %s"
-              % (" ".join(flags), lo, hi, pcs[:1], want[:1]))
+              % (what, lo, hi, pcs[:1], want[:1]))
         check(pcs[1:] == want[1:], "%s: return addresses differ:\nours %s (%s)\ngdb  %s"
-              % (" ".join(flags), [hex(p) for p in pcs], stop, [hex(p) for p in want]))
-        check(stop == "# end of stack", "%s: our unwind stopped with %s" % (" ".join(flags), stop))
+              % (what, [hex(p) for p in pcs], stop, [hex(p) for p in want]))
+        check(stop == "# end of stack", "%s: our unwind stopped with %s" % (what, stop))
+    # pyenv's libpython3.13 (no frame pointers) sleeping: a stable stack,
+    # every frame compared.
+    py = os.path.join(os.environ.get("PYENV_ROOT", "/root/.pyenv"),
+                      "versions", "3.13.0", "bin", "python3.13")
+    with tempfile.TemporaryDirectory() as d:
+        pcs, stop, want = unwind_both(d, [py, "-c", PY_SLEEP])
+    check(pcs == want, "python3.13: return addresses differ:\nours %s (%s)\ngdb  %s"
+          % ([hex(p) for p in pcs], stop, [hex(p) for p in want]))
+    check(stop == "# end of stack", "python3.13: our unwind stopped with %s" % stop)
