@@ -83,10 +83,16 @@ $(OUT)/tests/%: tests/unit/%.c $(CORE_LIB) $(OUT)/tests/outcheck.o \
 		$(LDLIBS) -lcmocka -o $@
 
 # Test programs: a synthetic 3.14/3.15 interpreter, and an embedded one.
-TEST_PROGS := $(OUT)/tests/fakepy $(OUT)/tests/embedded $(OUT)/tests/scribbler
+TEST_PROGS := $(OUT)/tests/fakepy $(OUT)/tests/embedded $(OUT)/tests/scribbler \
+	$(OUT)/tests/cfidump
 $(OUT)/tests/fakepy: tests/synthetic/fakepy.c
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -rdynamic $< -o $@ -lpthread
+
+# The unwind tables of user/cfi*.c, dumped for the readelf and gdb comparisons.
+$(OUT)/tests/cfidump: tests/synthetic/cfidump.c $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(CORE_LIB) $(LDLIBS) -o $@
 
 PY313	?= $(firstword $(wildcard /root/.pyenv/versions/3.13.*))
 $(OUT)/tests/embedded: tests/synthetic/embedded.c
@@ -154,7 +160,7 @@ FUZZ_OUT	?= build-fuzz
 FUZZ_CC		?= clang
 FUZZ_SAN	:= -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS	:= -g -O1 -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser -Ibpf -I$(OUT) $(FUZZ_SAN)
-FUZZ_NAMES	:= pyelf layout linetable pystr output pyobj
+FUZZ_NAMES	:= pyelf layout linetable pystr output pyobj cfi
 FUZZ_BIN	:= $(patsubst %,$(FUZZ_OUT)/fuzz_%,$(FUZZ_NAMES))
 # Every userspace object but main and the skeleton's users, in an archive:
 # a target links what it needs.

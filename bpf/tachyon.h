@@ -489,4 +489,52 @@ TB_ABI_OFF(struct tb_tasks, stack_id, 8);
 TB_ABI_OFF(struct tb_tasks, tasks, TB_TASKS_HDR_SIZE);
 TB_ABI_SIZE(struct tb_tasks, TB_TASKS_HDR_SIZE + TB_ASYNC_DEPTH * 120);
 
+/*
+ * Native unwinding without frame pointers: one row of a file's unwind table,
+ * reduced from its .eh_frame/.debug_frame CFI by user/cfi.c. A file's rows are
+ * sorted by pc (its ELF virtual address, hence < 4 GiB); the row for an
+ * address is the last one whose pc is <= it (a binary search). On x86-64 the
+ * return address is always at CFA - 8 (an FDE saying otherwise is
+ * TB_CFI_UNSUPPORTED) and the caller's rsp is the CFA.
+ */
+enum tb_cfi_kind {
+	TB_CFI_GAP = 0,		/* no FDE covers this address: stop */
+	TB_CFI_RSP = 1,		/* CFA = rsp + cfa_off */
+	TB_CFI_RBP = 2,		/* CFA = rbp + cfa_off */
+	TB_CFI_PLT = 3,		/* CFA = rsp + cfa_off + ((rip & 15) >= arg ? 8 : 0) */
+	TB_CFI_SIGNAL = 4,	/* __restore_rt: rsp points at a ucontext (TB_SIGCTX_*) */
+	TB_CFI_END = 5,		/* return address undefined: the outermost frame */
+	TB_CFI_UNSUPPORTED = 6,	/* a rule we do not reduce (other CFA expressions...) */
+};
+
+enum tb_cfi_rbp {
+	TB_RBP_SAME = 0,	/* the caller's rbp is this frame's rbp */
+	TB_RBP_AT_CFA = 1,	/* saved at CFA + 8 * rbp_off8 */
+	TB_RBP_UNKNOWN = 2,	/* in a register or an expression: lost */
+};
+
+struct tb_cfi_row {
+	__u32 pc;
+	__s32 cfa_off;
+	__u8 kind;		/* enum tb_cfi_kind */
+	__u8 rbp_rule;		/* enum tb_cfi_rbp */
+	__s8 rbp_off8;
+	__u8 arg;		/* TB_CFI_PLT: the (rip & 15) threshold */
+};
+
+/*
+ * Where the kernel's rt_sigframe keeps the interrupted registers, from the
+ * rsp __restore_rt runs with (struct ucontext: 40 bytes of flags, link and
+ * stack, then struct sigcontext's r8..r15, rdi, rsi, rbp, rbx, rdx, rax,
+ * rcx, rsp, rip): the Linux x86-64 signal ABI.
+ */
+#define TB_SIGCTX_RBP 120
+#define TB_SIGCTX_RSP 160
+#define TB_SIGCTX_RIP 168
+
+TB_ABI_SIZE(struct tb_cfi_row, 12);
+TB_ABI_OFF(struct tb_cfi_row, cfa_off, 4);
+TB_ABI_OFF(struct tb_cfi_row, kind, 8);
+TB_ABI_OFF(struct tb_cfi_row, arg, 11);
+
 #endif /* TACHYON_H */

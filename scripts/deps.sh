@@ -16,7 +16,9 @@ pkgs=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcmocka-dev
       # Debian unstable's real 3.13.x/3.14/3.15 for the tests (scripts/real-pythons.sh)
       patchelf
       # make bench's real application: a Django site under gunicorn
-      python3-django gunicorn)
+      python3-django gunicorn
+      # unwind tables checked against readelf, the native unwinder against gdb
+      binutils gdb)
 
 missing=()
 for p in "${pkgs[@]}"; do

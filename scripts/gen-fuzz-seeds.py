@@ -18,6 +18,10 @@ inputs that pass the parsers' first checks:
              header's top bits, then the code length)
   pystr      real str and bytes objects copied out of live 3.11 and 3.13
              interpreters (ctypes.string_at), with the layout selector byte
+  cfi        the .eh_frame of the pyelf seeds and of libz.so.1 as bare
+             sections (mode byte 2, load address), a .debug_frame from a small
+             program built with -g -fno-asynchronous-unwind-tables (mode 0),
+             and the pyelf seeds as whole ELF images (mode 1)
   output     struct resolved encodings (see build() in tests/fuzz/fuzz_output.c)
              of small realistic profiles
 
@@ -108,6 +112,34 @@ def gen_pyelf(tmp):
         if out == "libpython3.13.so":
             put("pyelf", "truncated-header", data[:100])
             put("pyelf", "truncated-sections", data[:len(data) // 2])
+
+
+def gen_cfi(tmp):
+    """Seeds of fuzz_cfi: after gen_pyelf, whose ELF files it reuses."""
+    elves = sorted(glob.glob(os.path.join(CORPUS, "pyelf", "*")))
+    src = os.path.join(tmp, "frames.c")
+    with open(src, "w") as f:
+        f.write("static volatile int v;\n"
+                "__attribute__((noinline)) int leaf(int x) { return x * v; }\n"
+                "int main(int c, char **a) { (void)a; return leaf(c) + 1; }\n")
+    exe = os.path.join(tmp, "frames")
+    subprocess.run(["cc", "-O2", "-g", "-fno-asynchronous-unwind-tables", src, "-o", exe],
+                   check=True)
+    for path in elves + ["/lib/x86_64-linux-gnu/libz.so.1", exe]:
+        with open(path, "rb") as f:
+            data = f.read()
+        base = os.path.basename(path)
+        if path in elves:
+            put("cfi", "elf-" + base, b"\x01" + data)
+        try:
+            secs = elf_sections(data)
+        except struct.error:
+            continue
+        for name, mode in ((".eh_frame", 2), (".debug_frame", 0)):
+            if name in secs and secs[name][3] and (path != exe or mode == 0):
+                _, addr, off, size = secs[name]
+                put("cfi", "%s-%s" % (name[1:], base),
+                    bytes([mode]) + struct.pack("<I", addr & 0xffffffff) + data[off:off + size])
 
 
 # ---- _Py_DebugOffsets -------------------------------------------------------
@@ -270,6 +302,7 @@ def main():
         shutil.rmtree(CORPUS)
     with tempfile.TemporaryDirectory() as tmp:
         gen_pyelf(tmp)
+        gen_cfi(tmp)
     gen_layout()
     gen_linetable()
     gen_pystr()
