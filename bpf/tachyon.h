@@ -25,6 +25,11 @@
 #define TB_MAX_INTERPS		8
 /* Bytes of a thread state, frame or code object read in one call. */
 #define TB_READ_MAX		512
+/*
+ * A new stack's record wakes the consumer at most once per this many ms per
+ * CPU; a consumer that has just read one looks again within this time.
+ */
+#define TB_STACK_WAKE_MS	20
 /* Processes profiled at once. */
 #define TB_MAX_PROCS		8192
 /* "No such field" in struct tb_walk. */

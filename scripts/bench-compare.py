@@ -13,7 +13,10 @@ figures move by up to 2x between minutes) land on both alike:
     3.14 when scripts/real-pythons.sh has made it;
   - profiler userspace CPU per sample after warm-up, at 999 Hz and 10 kHz;
   - the profiler's whole CPU time for a 1 s run against a sleeping target:
-    start-up (BPF load and verification, first symbol reads) dominates it.
+    start-up (BPF load and verification, first symbol reads) dominates it;
+  - BPF ns per sample (self-timed) on bench.py's Django site under gunicorn
+    at 999 Hz, where python3-django and gunicorn are installed: ~45 frames,
+    most samples a new stack (the chain's figures miss that cost).
 
 Prints each build's median and minimum, and the median over rounds of the
 back-to-back ratio new / base with the spread of those ratios, so a ratio
@@ -61,6 +64,10 @@ def measures(pythons, script):
         out.append(("userspace us/sample, %d Hz" % hz,
                     lambda hz=hz: bench.userspace_cost(py, script, hz)["us_per_sample"]))
     out.append(("CPU s of a 1 s run, idle target", lambda: startup_cpu_run(py)))
+    env = bench.app_env(py)
+    if env is not None:
+        out.append(("BPF ns/sample, Django app, %s" % name,
+                    lambda: bench.app_cost(py, env, 999, 3)["ns_per_sample_self"]))
     return out
 
 

@@ -457,7 +457,9 @@ def app_env(py):
     if ver.isdigit() and int(ver) >= 13:
         path.insert(0, os.path.join(APP_DIR, "compat"))   # cgi, removed in 3.13
     env = dict(os.environ, PYTHONPATH=":".join(path))
-    ok = subprocess.run([py, "-c", "import django, gunicorn"], env=env,
+    # the application itself, not just the packages: Debian's pytz needs
+    # zoneinfo (3.9+), so Django imports on 3.8 but the site does not start
+    ok = subprocess.run([py, "-c", "import gunicorn, app"], env=env, cwd=APP_DIR,
                         capture_output=True).returncode == 0
     return env if ok else None
 
@@ -523,8 +525,9 @@ def app_table(out):
     for vname, vpy in interpreters():
         env = app_env(vpy)
         if env is None:
-            print("%-14s cannot import Django and gunicorn from %s (scripts/deps.sh installs"
-                  " python3-django and gunicorn)" % (vname, DIST_PACKAGES))
+            print("%-14s cannot run the site with Django and gunicorn from %s (scripts/deps.sh"
+                  " installs python3-django and gunicorn; Debian's need Python 3.9+)"
+                  % (vname, DIST_PACKAGES))
             continue
         for hz, secs in ((999, 3), (99, 5)):
             r = app_cost(vpy, env, hz, secs)

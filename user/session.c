@@ -68,6 +68,8 @@ struct session {
 	uint64_t start_ns;		/* the run's start (CLOCK_MONOTONIC); 0 before */
 	int status_pending;		/* a target's GIL address is still unknown */
 	double status_fast_until;	/* ... look for it often until then */
+	uint64_t stacks_seen;		/* stack records read by the last drain */
+	int stacks_soon;		/* it read new ones: look again soon */
 	enum stop_reason stop;
 	int signo;
 	struct session_stats st;	/* its own counts (the ingest keeps the rest) */
@@ -471,6 +473,8 @@ static int poll_timeout(const struct session *s, double start, double due)
 	double now = mono_now(), left;
 	int ms = targets_discovering(s->ts) || status_soon(s, now) ? DISCOVER_MS : POLL_MS;
 
+	if (s->stacks_soon && TB_STACK_WAKE_MS < ms)
+		ms = TB_STACK_WAKE_MS;
 	if (s->tick && s->tick_interval * 1000 < ms)
 		ms = (int)(s->tick_interval * 1000) + 1;
 	if (s->opt->all_python && targets_next_scan(s->ts) < due)
@@ -481,6 +485,19 @@ static int poll_timeout(const struct session *s, double start, double due)
 	if (left <= 0)
 		return 0;
 	return left * 1000 < ms ? (int)(left * 1000) + 1 : ms;
+}
+
+/*
+ * The BPF side wakes us for a new stack at most every TB_STACK_WAKE_MS per
+ * CPU: while new stacks keep coming, look again that soon ourselves, so
+ * each is read (its code objects too) within that time of its sample.
+ */
+static void note_stacks(struct session *s)
+{
+	uint64_t n = ingest_counts(s->in)->stacks;
+
+	s->stacks_soon = n != s->stacks_seen;
+	s->stacks_seen = n;
 }
 
 static double min2(double a, double b)
@@ -546,6 +563,7 @@ void session_run(struct session *s)
 		for (k = 0; k < n; k++)
 			handle(s, &ev[k]);
 		sampler_consume(&s->sampler);
+		note_stacks(s);
 		ingest_flush(s->in, 0);
 		ingest_name_threads(s->in, 0);
 		if (targets_discovering(s->ts))
