@@ -127,6 +127,30 @@ def pythons():
     return [Interp(s) for s in specs]
 
 
+# 3.8 to 3.10 walk heap frame objects, a path of their own. The whole suite
+# on them (`make check-old-pythons`) is too slow for `make check`; there one
+# of them joins the default matrix for the tests marked @old_python_too (the
+# walk, lines, instructions, dump, exceptions, generators, containers,
+# reused code objects: ~55 s on an idle machine).
+OLD_DEFAULT = "3.10.13"
+
+
+def old_python_too(fn):
+    """Decorator: in the default matrix, run on OLD_DEFAULT too."""
+    fn.tb_old_python_too = True
+    return fn
+
+
+def pythons_for(fn):
+    """The interpreters a parametrised test runs on."""
+    pys = pythons()
+    if not os.environ.get("TB_TEST_PYTHONS") and getattr(fn, "tb_old_python_too", False):
+        old = Interp(OLD_DEFAULT)
+        if old.exists():
+            pys.append(old)
+    return pys
+
+
 def pyenv_python(version):
     return Interp(version)
 

@@ -18,6 +18,7 @@ import common
 from common import (PYENV_ROOT, WORKLOADS, Workload, art_path, check, check_stats_invariant,
                     fail, run_profiler, spawn, start_profiler, timeout)
 from test_all_python import by_pid, wait_profiling, with_roots
+from common import old_python_too
 
 INSIDE = "/srv/tb-ct-py"        # the interpreter's path inside the namespace
 
@@ -111,6 +112,7 @@ def _check_container(res, w, what, roots):
     return st
 
 
+@old_python_too
 @timeout(90)
 def test_container_all_python(python):
     """--all-python started first; then the container starts: it is found

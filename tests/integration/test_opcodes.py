@@ -21,6 +21,7 @@ import xml.etree.ElementTree as ET
 
 from common import art_path, check, primary_python, run_profiler, start_workload, timeout
 from test_formats import SVG_NS, _decode_pprof, pprof_labels
+from common import old_python_too
 
 ARGS = ["-F", 499, "-d", 3]
 # `name (file:line) [OP]`, the form the README documents
@@ -66,6 +67,7 @@ def _caller_ops(stacks):
             if frames[i][0] == "main" and frames[i + 1][0] == "add_loop"}
 
 
+@old_python_too
 @timeout(120)
 def test_opcodes_hot_add(python):
     w = start_workload(python, "opcodes.py", 60)
