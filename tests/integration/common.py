@@ -117,6 +117,18 @@ class Interp:
             return qualname.rsplit(".", 1)[-1]
         return qualname
 
+    def real_executable(self):
+        """(executable, environment) that run this interpreter without its
+        wrapper: a wrapper script (deb11-3.9's python3.9-host) execs the
+        real executable with PYTHONHOME set; anything else is its own."""
+        with open(self.path, "rb") as f:
+            if f.read(2) != b"#!":
+                return os.path.realpath(self.path), {}
+        out = subprocess.run([self.path, "-c", "import sys; print(sys.executable); "
+                              "print(sys.prefix)"], capture_output=True, text=True,
+                             timeout=30).stdout.split("\n")
+        return os.path.realpath(out[0]), {"PYTHONHOME": out[1]}
+
     def __repr__(self):
         return "Interp(%r)" % self.path
 
