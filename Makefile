@@ -29,7 +29,8 @@ CORE_LIB := $(OUT)/libtachyon.a
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRC))
 
-.PHONY: all deps check unit integration bench bench-compare demo install clean check-kernels
+.PHONY: all deps check unit integration bench bench-compare demo install clean check-kernels \
+	check-old-pythons
 .DELETE_ON_ERROR:
 
 all: tachyon-bpf
@@ -117,6 +118,16 @@ check: deps
 	@scripts/speedscope.sh >/dev/null
 	@$(MAKE) --no-print-directory all $(UNIT_BIN) $(TEST_PROGS)
 	@scripts/run-tests.sh $(UNIT_BIN)
+
+# Every parametrised integration test on 3.8 to 3.10 (pyenv's and Debian 11's
+# static python3.9): too slow for `make check`, which runs 3.10.13 only on the
+# tests marked @old_python_too (tests/integration/common.py).
+OLD_PYTHONS := 3.8.18 3.9.18 3.10.13 deb11-3.9
+check-old-pythons: deps
+	@scripts/real-pythons.sh >/dev/null
+	@scripts/speedscope.sh >/dev/null
+	@$(MAKE) --no-print-directory all $(TEST_PROGS)
+	@TB_TEST_PYTHONS="$(OLD_PYTHONS)" scripts/run-integration.sh $(foreach p,$(OLD_PYTHONS),"[$(p)]")
 
 # The smoke subset on Debian's 5.10, 6.1 and 6.12 under QEMU and on the
 # running kernel (KERNELS="host 6.1" for some); see scripts/check-kernels.sh.

@@ -10,10 +10,12 @@ opcode._specialized_opmap. With each name goes the number of inline cache
 units that follow the instruction (opcode._inline_cache_entries of its
 family). As a check, each interpreter runs a warm loop of int additions,
 and its live co_code_adaptive, decoded with these tables, must end on an
-instruction boundary and hold BINARY_OP_ADD_INT.
+instruction boundary and hold BINARY_OP_ADD_INT. 3.8 to 3.10 have no
+specialised instructions and no inline caches: their table is opcode.opname,
+and the loop's co_code must hold BINARY_ADD.
 
 Usage: python3 scripts/gen-opcode-tables.py [PYTHON...] > user/opcodes.gen.h
-(default: the pyenv 3.11.7, 3.12.1, 3.13.0 and Debian sid's 3.14/3.15).
+(default: the pyenv 3.8.18 to 3.13.0 and Debian sid's 3.14/3.15).
 """
 import json
 import os
@@ -23,6 +25,9 @@ import sys
 HOME = os.path.expanduser("~")
 SID = HOME + "/.cache/tachyon-bpf/debian-sid/root/usr/bin/"
 DEFAULT = [
+    "/root/.pyenv/versions/3.8.18/bin/python3",
+    "/root/.pyenv/versions/3.9.18/bin/python3",
+    "/root/.pyenv/versions/3.10.13/bin/python3",
     "/root/.pyenv/versions/3.11.7/bin/python3",
     "/root/.pyenv/versions/3.12.1/bin/python3",
     "/root/.pyenv/versions/3.13.0/bin/python3",
@@ -40,7 +45,7 @@ if spec is not None:
         names[num] = name
 else:
     free = [i for i, n in enumerate(names) if n.startswith("<")]
-    for num, name in zip(free, opcode._specialized_instructions):
+    for num, name in zip(free, getattr(opcode, "_specialized_instructions", [])):
         names[num] = name
 import dis
 if hasattr(dis, "_all_opname"):
@@ -52,6 +57,8 @@ def caches(op):
     # instruction has its base's); ENTER_EXECUTOR (3.13+) takes the place
     # of a JUMP_BACKWARD and keeps its caches
     name = names[op]
+    if not hasattr(dis, "_deoptop"):     # before 3.11: no inline caches
+        return 0
     if name == "ENTER_EXECUTOR":
         op = names.index("JUMP_BACKWARD")
     base = dis._deoptop(op)
@@ -67,13 +74,14 @@ def loop(n):
     return t
 for _ in range(4):
     loop(2000)
-code = loop.__code__._co_code_adaptive
+code = getattr(loop.__code__, "_co_code_adaptive", loop.__code__.co_code)
+add = "BINARY_OP_ADD_INT" if sys.version_info >= (3, 11) else "BINARY_ADD"
 ops, i = [], 0
 while i < len(code) // 2:
     ops.append(names[code[2 * i]])
     i += 1 + ncache[code[2 * i]]
-if i != len(code) // 2 or "BINARY_OP_ADD_INT" not in ops:
-    sys.exit("a warm loop does not decode to BINARY_OP_ADD_INT: %s" % ops)
+if i != len(code) // 2 or add not in ops:
+    sys.exit("a warm loop does not decode to %s: %s" % (add, ops))
 print(json.dumps({"version": list(sys.version_info[:3]), "names": names,
                   "caches": ncache}))
 '''

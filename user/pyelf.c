@@ -501,6 +501,30 @@ static void micro_from_rodata(Elf *elf, uint64_t fsize, char *ver, size_t len)
 		snprintf(ver + mlen, len - mlen, ".%u", (unsigned)micro & 0x3ff);
 }
 
+/*
+ * A file whose name and soname tell no version (a static interpreter copied
+ * as bin/python, as container images do) and that has no Py_Version (before
+ * 3.11): the version of the one PY_VERSION literal of 3.8 to 3.10 in its
+ * .rodata, if exactly one of them has one.
+ */
+static void version_from_rodata(Elf *elf, uint64_t fsize, char *ver, size_t len)
+{
+	static const char *const minors[] = { "3.8", "3.9", "3.10" };
+	char found[16] = "", cand[16];
+	size_t i;
+
+	for (i = 0; i < sizeof(minors) / sizeof(minors[0]); i++) {
+		snprintf(cand, sizeof(cand), "%s", minors[i]);
+		micro_from_rodata(elf, fsize, cand, sizeof(cand));
+		if (!strcmp(cand, minors[i]))
+			continue;	/* no "3.X.<micro>" string */
+		if (found[0])
+			return;		/* two versions: say nothing */
+		memcpy(found, cand, sizeof(found));
+	}
+	snprintf(ver, len, "%s", found);
+}
+
 static int inspect_elf(Elf *elf, uint64_t fsize, const char *name,
 		       struct pyelf_info *out, char *err, size_t errlen)
 {
@@ -538,6 +562,8 @@ static int inspect_elf(Elf *elf, uint64_t fsize, const char *name,
 		out->code_type_vaddr = syms.code_type;
 	if (syms.py_version && vaddr_loaded(elf, fsize, syms.py_version, 8, NULL))
 		out->py_version_vaddr = syms.py_version;
+	else if (!out->soname_version[0])
+		version_from_rodata(elf, fsize, out->soname_version, sizeof(out->soname_version));
 	else
 		micro_from_rodata(elf, fsize, out->soname_version, sizeof(out->soname_version));
 	for (i = 0; i < LAYOUT_SYM_NR; i++)

@@ -256,6 +256,34 @@ static int32_t code_units(const struct target *t, const struct pending *p)
 	return (int32_t)(nbytes / 2);
 }
 
+/*
+ * --opcodes on 3.8-3.10: the bytecode is co_code, a bytes object (obj[3],
+ * peeked with the strings). f_lasti stays on an EXTENDED_ARG prefix while
+ * the instruction it extends runs, so a prefix unit is named after that
+ * instruction.
+ */
+static void keep_old_opcodes(const struct target *t, struct pending *p)
+{
+	struct obj_read *o = &p->obj[3];
+	size_t off, nbytes;
+	char name[16];
+	uint32_t i;
+
+	if (!o->buf || pybytes_locate(&t->layout.str, o->buf, o->have, 2 * MAX_CODE_UNITS,
+				      &off, &nbytes) || nbytes < 2)
+		return;
+	p->bytecode = object_data(t, o, off, nbytes);
+	if (!p->bytecode)
+		return;
+	p->units = (uint32_t)(nbytes / 2);
+	keep_opcodes(t, p);
+	if (!p->ci->ops)
+		return;
+	for (i = p->units - 1; i-- > 0;)
+		if (!strcmp(layout_opcode_name(&t->layout, p->ci->ops[i], name, sizeof(name)), "EXTENDED_ARG"))
+			p->ci->ops[i] = p->ci->ops[i + 1];
+}
+
 static void decode_linetable(const struct target *t, struct pending *p)
 {
 	struct obj_read *o = &p->obj[2];
@@ -298,7 +326,7 @@ static void want_bytecode(const struct target *t, struct pending *p)
 {
 	uint64_t units = load_u64(p->code + t->layout.obj.var_size);
 
-	/* Bytecode in a bytes object (3.8-3.10): no opcode tables for those. */
+	/* Bytecode in a bytes object (3.8-3.10): keep_old_opcodes(). */
 	if (t->layout.co_code)
 		return;
 	if (!units || units > MAX_CODE_UNITS)
@@ -339,6 +367,8 @@ static void read_batch(struct symbols *s, const struct target *t, struct pending
 	for (i = 0; i < n; i++) {
 		if (p[i].obj[0].addr)
 			finish_one(t, &p[i]);
+		if (s->opcodes && l->co_code && p[i].ci->qualname)
+			keep_old_opcodes(t, &p[i]);
 		if (!p[i].ci->qualname)
 			s->failures++;
 		for (int j = 0; j < 4; j++)

@@ -117,6 +117,18 @@ class Interp:
             return qualname.rsplit(".", 1)[-1]
         return qualname
 
+    def real_executable(self):
+        """(executable, environment) that run this interpreter without its
+        wrapper: a wrapper script (deb11-3.9's python3.9-host) execs the
+        real executable with PYTHONHOME set; anything else is its own."""
+        with open(self.path, "rb") as f:
+            if f.read(2) != b"#!":
+                return os.path.realpath(self.path), {}
+        out = subprocess.run([self.path, "-c", "import sys; print(sys.executable); "
+                              "print(sys.prefix)"], capture_output=True, text=True,
+                             timeout=30).stdout.split("\n")
+        return os.path.realpath(out[0]), {"PYTHONHOME": out[1]}
+
     def __repr__(self):
         return "Interp(%r)" % self.path
 
@@ -125,6 +137,30 @@ def pythons():
     env = os.environ.get("TB_TEST_PYTHONS")
     specs = env.replace(",", " ").split() if env else list(DEFAULT_PYTHONS)
     return [Interp(s) for s in specs]
+
+
+# 3.8 to 3.10 walk heap frame objects, a path of their own. The whole suite
+# on them (`make check-old-pythons`) is too slow for `make check`; there one
+# of them joins the default matrix for the tests marked @old_python_too (the
+# walk, lines, instructions, dump, exceptions, generators, containers,
+# reused code objects: ~55 s on an idle machine).
+OLD_DEFAULT = "3.10.13"
+
+
+def old_python_too(fn):
+    """Decorator: in the default matrix, run on OLD_DEFAULT too."""
+    fn.tb_old_python_too = True
+    return fn
+
+
+def pythons_for(fn):
+    """The interpreters a parametrised test runs on."""
+    pys = pythons()
+    if not os.environ.get("TB_TEST_PYTHONS") and getattr(fn, "tb_old_python_too", False):
+        old = Interp(OLD_DEFAULT)
+        if old.exists():
+            pys.append(old)
+    return pys
 
 
 def pyenv_python(version):

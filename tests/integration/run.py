@@ -2,7 +2,7 @@
 """Integration test runner for tachyon-bpf (stdlib only, no pytest).
 
 Discovers every `test_*` function in tests/integration/test_*.py. A test that
-takes a `python` argument runs once per interpreter of common.pythons()
+takes a `python` argument runs once per interpreter of common.pythons_for()
 (TB_TEST_PYTHONS) and is named `test_x[3.13.0]`. Each test runs in its own
 child process (own session, per-test timeout; its process group is killed
 afterwards, so no workload or profiler outlives it).
@@ -52,7 +52,7 @@ def discover():
         for _, name, fn in sorted(fns):
             params = inspect.signature(fn).parameters
             if "python" in params:
-                variants = [(name + "[" + py.label + "]", py) for py in common.pythons()]
+                variants = [(name + "[" + py.label + "]", py) for py in common.pythons_for(fn)]
             else:
                 variants = [(name, None)]
             for tname, py in variants:

@@ -13,6 +13,7 @@ import time
 
 from common import (WORKLOADS, art_path, check, check_stats_invariant, fail, kernel_hz,
                     pythons, start_workload, run_profiler, timeout, total)
+from common import old_python_too
 
 FREQ = 999
 SECONDS = 4
@@ -37,6 +38,7 @@ def _profile_callgraph(python, args=("-F", FREQ), seconds=SECONDS):
     return res, truth, (cpu1 - cpu0 if cpu0 is not None and cpu1 is not None else None)
 
 
+@old_python_too
 @timeout(90)
 def test_callgraph(python):
     """Per-thread cpu-clock events: the default for -p above the tick rate."""

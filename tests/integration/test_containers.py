@@ -18,6 +18,7 @@ import common
 from common import (PYENV_ROOT, WORKLOADS, Workload, art_path, check, check_stats_invariant,
                     fail, run_profiler, spawn, start_profiler, timeout)
 from test_all_python import by_pid, wait_profiling, with_roots
+from common import old_python_too
 
 INSIDE = "/srv/tb-ct-py"        # the interpreter's path inside the namespace
 
@@ -35,9 +36,12 @@ def _container_cmd(python, script_args):
         exe = INSIDE + real[len(prefix):]
     else:
         # A static build (Debian's python3.11, Debian unstable's): copy the
-        # executable alone; the standard library stays where it is.
-        prefix = subprocess.run([real, "-c", "import sys; print(sys.prefix)"],
-                                capture_output=True, text=True, timeout=30).stdout.strip()
+        # executable alone; the standard library stays where it is. A
+        # wrapper script (Debian 11's python3.9-host) names the executable
+        # it execs as sys.executable: that one is copied.
+        out = subprocess.run([real, "-c", "import sys; print(sys.prefix); print(sys.executable)"],
+                             capture_output=True, text=True, timeout=30).stdout.split("\n")
+        prefix, real = out[0].strip(), os.path.realpath(out[1].strip())
         setup = "cp %s %s/python && export PYTHONHOME=%s && " % (real, INSIDE, prefix)
         exe = INSIDE + "/python"
     script = ("set -e; mount -t tmpfs tb-srv /srv && mkdir -p %s && %s exec %s %s"
@@ -108,6 +112,7 @@ def _check_container(res, w, what, roots):
     return st
 
 
+@old_python_too
 @timeout(90)
 def test_container_all_python(python):
     """--all-python started first; then the container starts: it is found

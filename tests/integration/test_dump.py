@@ -13,6 +13,7 @@ import subprocess
 
 from common import (art_path, binary, check, fail, primary_python, spawn, start_workload,
                     timeout, unused_pid)
+from common import old_python_too
 
 WORKLOAD = r'''
 import os, sys, threading, time
@@ -100,6 +101,7 @@ def _parse(out, where):
     return lines[0], lines[1], threads
 
 
+@old_python_too
 @timeout(60)
 def test_dump_threads(python):
     w, L = _workload(python)

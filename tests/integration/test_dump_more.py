@@ -14,6 +14,7 @@ import subprocess
 
 import test_dump
 from common import art_path, binary, check, timeout
+from common import old_python_too
 
 WORKLOAD = r'''
 import os, threading, time
@@ -81,6 +82,7 @@ def _check_vars(args, locs, where):
     check("later" not in locs, "unbound local shown as %r %s" % (locs.get("later"), where))
 
 
+@old_python_too
 @timeout(60)
 def test_dump_locals(python):
     w, L = _workload(python)

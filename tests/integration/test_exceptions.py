@@ -26,6 +26,7 @@ import common
 from common import (WORKLOADS, art_path, binary, check, check_stats_invariant, fmt_stacks,
                     parse_collapsed, primary_python, run_profiler, start_workload, timeout,
                     total)
+from common import old_python_too
 
 FREQ = 999
 SECONDS = 6
@@ -63,6 +64,7 @@ def _by_marker(stacks, where):
     return out
 
 
+@old_python_too
 @timeout(120)
 def test_exception_mode_shares(python):
     w, truth_path = _workload(python)

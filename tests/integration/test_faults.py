@@ -21,6 +21,7 @@ import time
 from common import (REPO, WORKLOADS, Workload, art_path, check, check_stats_invariant, fail,
                     fmt_stacks, max_sample_rate, parse_collapsed, primary_python,
                     run_profiler, spawn, start_profiler, start_workload, timeout, total)
+from common import old_python_too
 
 CRASH_RE = re.compile(r"Segmentation|Aborted|core dumped|Traceback|AddressSanitizer|"
                       r"LeakSanitizer|runtime error|panic|double free|corrupted", re.I)
@@ -355,6 +356,7 @@ def _check_generated_frames(stacks, first, period, def_lines):
     return seen
 
 
+@old_python_too
 @timeout(60)
 def test_code_objects_reused(python):
     """Functions compiled, run ~20 ms and freed in a loop (their addresses

@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 
 from common import art_path, check, run_profiler, start_workload, timeout
 from test_formats import SVG_NS, _decode_pprof
+from common import old_python_too
 
 ARGS = ["-F", 499, "-d", 2]
 
@@ -35,6 +36,7 @@ def _run(w, args, outfile=None):
     return res, res.profile_bytes()
 
 
+@old_python_too
 @timeout(120)
 def test_lines_collapsed(python):
     w = start_workload(python, "lines.py", 60)

@@ -33,8 +33,9 @@ def _loader(path):
 
 @timeout(60)
 def test_loader_started_python_named_by_script(python):
-    proc = spawn([_loader(python.path), "--inhibit-cache", python.path, "spinner.py", "30"],
-                 cwd=WORKLOADS,
+    exe, env = python.real_executable()
+    proc = spawn([_loader(exe), "--inhibit-cache", exe, "spinner.py", "30"],
+                 cwd=WORKLOADS, env=dict(os.environ, **env),
                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     read_tagged(Workload(proc, {}, "spinner"), "READY", 30)
     res = run_profiler(proc.pid, ["-s", "--pids", "-F", 199, "-d", 1], timeout=30).expect_ok()

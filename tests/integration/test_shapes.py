@@ -3,6 +3,7 @@ static methods, nested functions and lambdas, comprehensions, and code running
 while an exception propagates. The chain above each leaf must be exact."""
 
 from common import check, fail, fmt_stacks, run_profiler, start_workload, timeout, total
+from common import old_python_too
 
 CHAINS = {
     "burn_gen": ["gen_scenario", "produce"],
@@ -25,6 +26,7 @@ def expected(python):
     return {leaf: [python.shown(q) for q in chain] for leaf, chain in chains.items()}
 
 
+@old_python_too
 @timeout(60)
 def test_frame_kinds(python):
     chains = expected(python)

@@ -696,8 +696,15 @@ static void test_opcode_names(void **state)
 	/* 3.12+ name their instrumented instructions */
 	l.version = 0x030c01f0;
 	assert_string_equal(layout_opcode_name(&l, 254, buf, sizeof(buf)), "INSTRUMENTED_LINE");
+	/* 3.8 to 3.10: unspecialised names, no inline caches */
+	l.version = 0x030a0df0;
+	assert_string_equal(layout_opcode_name(&l, 23, buf, sizeof(buf)), "BINARY_ADD");
+	assert_string_equal(layout_opcode_name(&l, 144, buf, sizeof(buf)), "EXTENDED_ARG");
+	assert_int_equal(layout_opcode_caches(&l, 23), 0);
+	l.version = 0x030812f0;
+	assert_string_equal(layout_opcode_name(&l, 131, buf, sizeof(buf)), "CALL_FUNCTION");
 	/* a version without a table, and numbers past a byte */
-	l.version = 0x030a00f0;
+	l.version = 0x031000f0;
 	assert_string_equal(layout_opcode_name(&l, 5, buf, sizeof(buf)), "<op 5>");
 	assert_int_equal(layout_opcode_caches(&l, 5), 0);
 	l.version = 0x030c01f0;

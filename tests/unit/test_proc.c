@@ -38,6 +38,8 @@
 #define PY313_BIN	PY313_DIR "/bin/python3"
 #define PY38_LIB	"/root/.pyenv/versions/3.8.18/lib/libpython3.8.so.1.0"
 #define DEB311_BIN	"/usr/bin/python3.11"
+/* Debian 11's static, stripped python3.9 (scripts/real-pythons.sh) */
+#define DEB39_BIN	"/root/.cache/tachyon-bpf/debian-bullseye/root/usr/bin/python3.9"
 #define SLEEP_CODE	"import time; time.sleep(30)"
 
 static char tmpdir[64];
@@ -420,6 +422,25 @@ static void test_pyelf_debian_static(void **state)
 	assert_true(info.code_type_vaddr != 0);
 	assert_true(info.py_version_vaddr != 0);
 	assert_string_equal(info.soname_version, "3.11");
+}
+
+/* Copied as bin/python (a container image): no version in any name, no
+ * Py_Version before 3.11: the PY_VERSION literal tells it. */
+static void test_pyelf_static_39_renamed(void **state)
+{
+	struct pyelf_info info;
+	char err[256] = "";
+	int fd;
+
+	(void)state;
+	if (!have(DEB39_BIN))
+		skip();
+	fd = open(DEB39_BIN, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(pyelf_inspect_fd(fd, "/srv/app/bin/python", &info, err, sizeof(err)), 0);
+	close(fd);
+	assert_int_equal(info.py_version_vaddr, 0);
+	assert_string_equal(info.soname_version, "3.9.2");
 }
 
 static void test_pyelf_not_python(void **state)
@@ -860,6 +881,7 @@ int main(void)
 		cmocka_unit_test(test_pyelf_313),
 		cmocka_unit_test(test_pyelf_38_symbol),
 		cmocka_unit_test(test_pyelf_debian_static),
+		cmocka_unit_test(test_pyelf_static_39_renamed),
 		cmocka_unit_test(test_pyelf_not_python),
 		cmocka_unit_test(test_pyelf_mem_matches_fd),
 		cmocka_unit_test(test_pyelf_truncated),
