@@ -19,6 +19,7 @@
 #include "child.h"
 #include "clock.h"
 #include "errors.h"
+#include "async_wait.h"
 #include "ingest.h"
 #include "sampler.h"
 #include "session.h"
@@ -471,6 +472,9 @@ static int poll_timeout(const struct session *s, double start, double due)
 	double now = mono_now(), left;
 	int ms = targets_discovering(s->ts) || status_soon(s, now) ? DISCOVER_MS : POLL_MS;
 
+	/* --async-aware wall mode: catch event loops while they wait */
+	if (ingest_polls_async(s->in) && ms > ASYNC_WAIT_POLL_MS)
+		ms = ASYNC_WAIT_POLL_MS;
 	if (s->tick && s->tick_interval * 1000 < ms)
 		ms = (int)(s->tick_interval * 1000) + 1;
 	if (s->opt->all_python && targets_next_scan(s->ts) < due)
@@ -548,6 +552,7 @@ void session_run(struct session *s)
 		sampler_consume(&s->sampler);
 		ingest_flush(s->in, 0);
 		ingest_name_threads(s->in, 0);
+		ingest_poll_async(s->in);
 		if (targets_discovering(s->ts))
 			targets_run_discovery(s->ts);
 		if (targets_nroots(s->ts))
