@@ -14,11 +14,25 @@
 #include "util.h"
 
 #define WAIT_SCAN_S	0.2	/* which threads have tasks: looked for this often */
+/* A read that cost d seconds of CPU is followed by none for WAIT_SHARE * d:
+ * with thousands of tasks the reads take at most about 1/WAIT_SHARE of a
+ * CPU per event loop (the intervals skipped keep the loop's stack). */
+#define WAIT_SHARE	10
+
+/* This thread's CPU time (s): a read's cost, not the time it was preempted. */
+static double cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
 
 struct loop_thread {
 	uint32_t target, tid;
 	uint64_t tstate;
 	uint64_t tried;		/* the interval (its start) last read */
+	double next_ok;		/* no read before (mono_now()): see WAIT_SHARE */
 };
 
 struct async_waits {
@@ -69,14 +83,16 @@ static int has_tasks(const struct target *t, uint64_t tstate)
 	return !remote_read(t->pid, head, &node, 8) && node && node != head;
 }
 
-static uint64_t tried_before(const struct loop_thread *old, size_t n, uint32_t tid)
+/* What an earlier scan knew of thread tid (or nothing). */
+static void carry_over(const struct loop_thread *old, size_t n, struct loop_thread *lt)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		if (old[i].tid == tid)
-			return old[i].tried;
-	return 0;
+		if (old[i].tid == lt->tid && old[i].target == lt->target) {
+			lt->tried = old[i].tried;
+			lt->next_ok = old[i].next_ok;
+		}
 }
 
 /* The threads with asyncio tasks of every target that has asyncio. */
@@ -101,11 +117,11 @@ static void scan(struct async_waits *aw, struct targets *ts)
 			if (!has_tasks(t, th[k].tstate) ||
 			    array_grow(&aw->v, &cap, aw->n + 1, sizeof(*aw->v), 8))
 				continue;
-			aw->v[aw->n++] = (struct loop_thread){
+			aw->v[aw->n] = (struct loop_thread){
 				.target = t->id, .tid = (uint32_t)th[k].tid,
 				.tstate = th[k].tstate,
-				.tried = tried_before(old, nold, (uint32_t)th[k].tid),
 			};
+			carry_over(old, nold, &aw->v[aw->n++]);
 		}
 	}
 	free(old);
@@ -133,12 +149,15 @@ static void poll_thread(struct async_waits *aw, struct loop_thread *lt, struct t
 {
 	struct tb_offcpu oc, after;
 	struct wait_snap *w;
+	double now = mono_now(), c0;
 
-	if (sampler_offcpu_get(s, lt->tid, &oc) || !oc.away || oc.pid != (uint32_t)t->pid ||
-	    oc.since == lt->tried)
+	if (now < lt->next_ok || sampler_offcpu_get(s, lt->tid, &oc) || !oc.away ||
+	    oc.pid != (uint32_t)t->pid || oc.since == lt->tried)
 		return;
 	lt->tried = oc.since;
+	c0 = cpu_now();
 	w = async_wait_snapshot(t, sym, lt->tstate);
+	lt->next_ok = now + WAIT_SHARE * (cpu_now() - c0);
 	if (!w)
 		return;
 	if (sampler_offcpu_get(s, lt->tid, &after) || !after.away || after.since != oc.since) {

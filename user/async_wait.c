@@ -25,7 +25,7 @@ static int in_read(const struct tb_async *b, uint16_t off, unsigned size)
 static uint64_t awaiter(const struct target *t, const uint8_t *buf, struct tb_task *tk)
 {
 	const struct tb_async *b = &t->layout.async.bpf;
-	uint64_t next = load_u64(buf + b->task_awaited_by - b->task_lo), m[TB_SET_SMALL];
+	uint64_t next = load_u64(buf + (b->task_awaited_by - b->task_lo)), m[TB_SET_SMALL];
 	int k, n;
 
 	if (!next || !buf[b->task_is_set - b->task_lo])
@@ -59,16 +59,16 @@ static int chain_record(const struct target *t, uint64_t task, struct tb_tasks *
 	    !in_read(b, b->task_is_task, 1))
 		return -ENOENT;
 	for (i = 0; task && i < TB_ASYNC_DEPTH; i++) {
-		if (remote_read(t->pid, task + b->task_lo, buf, sizeof(buf)))
-			break;
-		if (i && buf[b->task_is_task - b->task_lo] != 1) {
-			rec->tasks[i - 1].flags |= TB_TASK_NOT_TASK;
+		if (remote_read(t->pid, task + b->task_lo, buf, sizeof(buf)) ||
+		    (i && buf[b->task_is_task - b->task_lo] != 1)) {
+			if (i)	/* as the BPF side marks it */
+				rec->tasks[i - 1].flags |= TB_TASK_NOT_TASK;
 			break;
 		}
 		tk = &rec->tasks[i];
 		tk->task = task;
-		tk->coro = load_u64(buf + b->task_coro - b->task_lo);
-		tk->name = load_u64(buf + b->task_name - b->task_lo);
+		tk->coro = load_u64(buf + (b->task_coro - b->task_lo));
+		tk->name = load_u64(buf + (b->task_name - b->task_lo));
 		if (remote_read(t->pid, tk->name, tk->name_bytes, TB_TASK_NAME_READ))
 			memset(tk->name_bytes, 0, TB_TASK_NAME_READ);
 		if (!remote_read(t->pid, tk->coro + b->coro_code, &code, 8))

@@ -253,9 +253,9 @@ static int read_task(const struct target *t, uint64_t addr, struct async_task *o
 	if (remote_read(t->pid, addr + b->task_lo, buf, sizeof(buf)))
 		return -EFAULT;
 	out->addr = addr;
-	out->coro = load_u64(buf + b->task_coro - b->task_lo);
-	out->name = load_u64(buf + b->task_name - b->task_lo);
-	out->parent = load_u64(buf + b->task_awaited_by - b->task_lo);
+	out->coro = load_u64(buf + (b->task_coro - b->task_lo));
+	out->name = load_u64(buf + (b->task_name - b->task_lo));
+	out->parent = load_u64(buf + (b->task_awaited_by - b->task_lo));
 	out->several = buf[b->task_is_set - b->task_lo] != 0;
 	return 0;
 }
