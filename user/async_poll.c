@@ -75,6 +75,15 @@ uint64_t async_waits_taken(const struct async_waits *aw)
 	return aw ? aw->taken : 0;
 }
 
+/* Is tstate still lt's thread (a thread state freed and reused is not)? */
+static int same_thread(const struct target *t, const struct loop_thread *lt)
+{
+	uint64_t tid;
+
+	return !remote_read(t->pid, lt->tstate + t->layout.walk.off.ts_native_tid, &tid, 8) &&
+	       tid == lt->tid;
+}
+
 /* Does thread state tstate have tasks in its list? */
 static int has_tasks(const struct target *t, uint64_t tstate)
 {
@@ -155,6 +164,8 @@ static void poll_thread(struct async_waits *aw, struct loop_thread *lt, struct t
 	    oc.pid != (uint32_t)t->pid || oc.since == lt->tried)
 		return;
 	lt->tried = oc.since;
+	if (!same_thread(t, lt))
+		return;
 	c0 = cpu_now();
 	w = async_wait_snapshot(t, sym, lt->tstate);
 	lt->next_ok = now + WAIT_SHARE * (cpu_now() - c0);
