@@ -1082,7 +1082,9 @@ static __always_inline int push_timed(__u32 pid, __u32 tid, __u64 stack_id, __u3
 static __always_inline int push_record(__u32 pid, __u32 tid, __u64 stack_id, __u32 flags,
 				       __u32 weight, __s32 kstack, __u64 since)
 {
-	if (timeline)
+	/* --async-aware wall mode: an off-CPU credit says which interval it
+	 * closes (since), for userspace to give it to the tasks that waited. */
+	if (timeline || (async_aware && since))
 		return push_timed(pid, tid, stack_id, flags, weight, kstack, since);
 	return push_sample(pid, tid, stack_id, flags, weight, kstack);
 }

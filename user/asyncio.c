@@ -91,18 +91,30 @@ uint32_t asyncio_coro_frames(const struct target *t, uint64_t coro, struct tb_fr
 	return n;
 }
 
-/* Is task among the keys of the (small) set at `set`? */
-static int in_set(const struct target *t, uint64_t set, uint64_t task)
+int asyncio_set_members(const struct target *t, uint64_t set, uint64_t *out)
 {
 	const struct tb_async *b = &t->layout.async.bpf;
 	uint64_t hdr[2], ent[2 * TB_SET_SMALL];
-	int k;
+	int k, n = 0;
 
 	if (remote_read(t->pid, set + b->set_mask, hdr, sizeof(hdr)) || hdr[0] >= TB_SET_SMALL ||
 	    remote_read(t->pid, hdr[1], ent, sizeof(ent)))
-		return 0;
+		return -EFAULT;
+	/* a removed entry keeps a dummy key with hash -1 */
 	for (k = 0; k < TB_SET_SMALL; k++)
-		if (ent[2 * k] == task && ent[2 * k + 1] != (uint64_t)-1)
+		if (ent[2 * k] && ent[2 * k + 1] != (uint64_t)-1)
+			out[n++] = ent[2 * k];
+	return n;
+}
+
+/* Is task among the keys of the (small) set at `set`? */
+static int in_set(const struct target *t, uint64_t set, uint64_t task)
+{
+	uint64_t m[TB_SET_SMALL];
+	int k, n = asyncio_set_members(t, set, m);
+
+	for (k = 0; k < n; k++)
+		if (m[k] == task)
 			return 1;
 	return 0;
 }
@@ -231,4 +243,40 @@ const char *asyncio_link_marker(const struct task_chain *c, uint32_t i, char *bu
 	snprintf(buf, len, "<awaited by %u tasks: the lowest-address one shown>",
 		 c->tasks[i].awaiters);
 	return buf;
+}
+
+static int read_task(const struct target *t, uint64_t addr, struct async_task *out)
+{
+	const struct tb_async *b = &t->layout.async.bpf;
+	uint8_t buf[TB_TASK_READ];
+
+	if (remote_read(t->pid, addr + b->task_lo, buf, sizeof(buf)))
+		return -EFAULT;
+	out->addr = addr;
+	out->coro = load_u64(buf + (b->task_coro - b->task_lo));
+	out->name = load_u64(buf + (b->task_name - b->task_lo));
+	out->parent = load_u64(buf + (b->task_awaited_by - b->task_lo));
+	out->several = buf[b->task_is_set - b->task_lo] != 0;
+	return 0;
+}
+
+int asyncio_list_tasks(const struct target *t, uint64_t tstate, struct async_task *v, int max,
+		       uint64_t *running)
+{
+	const struct py_async *a = &t->layout.async;
+	uint64_t head = tstate + a->ts_tasks_head, node;
+	int n = 0;
+
+	if (remote_read(t->pid, tstate + a->bpf.ts_task, running, 8))
+		*running = 0;
+	if (remote_read(t->pid, head, &node, 8))
+		return -EFAULT;
+	while (node && node != head && n < max) {
+		if (read_task(t, node - a->task_node, &v[n]))
+			break;
+		n++;
+		if (remote_read(t->pid, node, &node, 8))
+			break;
+	}
+	return n;
 }

@@ -68,4 +68,22 @@ void asyncio_task_name(const struct target *t, const uint8_t *obj, size_t have, 
 uint32_t asyncio_coro_frames(const struct target *t, uint64_t coro, struct tb_frame *out,
 			     uint32_t max);
 
+/* The tasks of the task_awaited_by set at `set` (a small one: at most
+ * TB_SET_SMALL slots) into out: how many, or -EFAULT. */
+int asyncio_set_members(const struct target *t, uint64_t set, uint64_t *out);
+/* One task of a thread's list, as read now. */
+struct async_task {
+	uint64_t addr, coro, name;
+	uint64_t parent;	/* task_awaited_by: the awaiting task, or a set of them */
+	int several;		/* parent is a set: several tasks await it */
+};
+
+/*
+ * The tasks of thread state tstate's list (asyncio_tasks_head), in list
+ * order, up to max; *running gets the thread's running task (0: none).
+ * How many, or a negative errno if the list is unreadable.
+ */
+int asyncio_list_tasks(const struct target *t, uint64_t tstate, struct async_task *v, int max,
+		       uint64_t *running);
+
 #endif

@@ -19,57 +19,16 @@
 /* Tasks listed per thread. */
 #define DUMP_MAX_TASKS	4096
 
-struct dtask {
-	uint64_t addr, coro, name, parent;
-	int several;		/* awaited by several: shown under one of them */
-};
-
 struct dtasks {
-	struct dtask *v;
+	struct async_task *v;
 	int n;
 	uint64_t running;
 };
 
-static int read_task(const struct target *t, uint64_t addr, struct dtask *out)
-{
-	const struct tb_async *b = &t->layout.async.bpf;
-	uint8_t buf[TB_TASK_READ];
-
-	if (remote_read(t->pid, addr + b->task_lo, buf, sizeof(buf)))
-		return -1;
-	out->addr = addr;
-	out->coro = load_u64(buf + b->task_coro - b->task_lo);
-	out->name = load_u64(buf + b->task_name - b->task_lo);
-	out->parent = load_u64(buf + b->task_awaited_by - b->task_lo);
-	out->several = buf[b->task_is_set - b->task_lo] != 0;
-	return 0;
-}
-
-/* The tasks of the thread's list, in list order. */
-static int list_tasks(const struct target *t, uint64_t tstate, struct dtasks *ts)
-{
-	const struct py_async *a = &t->layout.async;
-	uint64_t head = tstate + a->ts_tasks_head, node;
-
-	ts->n = 0;
-	if (remote_read(t->pid, tstate + a->bpf.ts_task, &ts->running, 8))
-		ts->running = 0;
-	if (remote_read(t->pid, head, &node, 8))
-		return -1;
-	while (node && node != head && ts->n < DUMP_MAX_TASKS) {
-		if (read_task(t, node - a->task_node, &ts->v[ts->n]))
-			break;
-		ts->n++;
-		if (remote_read(t->pid, node, &node, 8))
-			break;
-	}
-	return 0;
-}
-
 static void print_task(const struct target *t, struct symbols *sym, int full_paths,
 		       const struct dtasks *ts, int k, int level)
 {
-	const struct dtask *d = &ts->v[k];
+	const struct async_task *d = &ts->v[k];
 	struct tb_frame fr[TASK_FRAMES_MAX];
 	uint8_t nb[TB_TASK_NAME_READ];
 	char name[128];
@@ -101,10 +60,12 @@ static void print_task(const struct target *t, struct symbols *sym, int full_pat
 void dump_async_thread(const struct target *t, struct symbols *sym, int full_paths,
 		       uint64_t tstate)
 {
-	struct dtasks ts = { .v = calloc(DUMP_MAX_TASKS, sizeof(struct dtask)) };
+	struct dtasks ts = { .v = calloc(DUMP_MAX_TASKS, sizeof(struct async_task)) };
 	int i;
 
-	if (!ts.v || list_tasks(t, tstate, &ts)) {
+	if (ts.v)
+		ts.n = asyncio_list_tasks(t, tstate, ts.v, DUMP_MAX_TASKS, &ts.running);
+	if (!ts.v || ts.n < 0) {
 		printf("  asyncio tasks: unreadable\n");
 		free(ts.v);
 		return;
@@ -115,7 +76,7 @@ void dump_async_thread(const struct target *t, struct symbols *sym, int full_pat
 	}
 	printf("  asyncio tasks (%d), innermost frame first:\n", ts.n);
 	for (i = 0; i < ts.n; i++) {
-		const struct dtask *d = &ts.v[i];
+		const struct async_task *d = &ts.v[i];
 		int j, known = 0;
 
 		for (j = 0; j < ts.n && d->parent && !d->several; j++)

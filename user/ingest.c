@@ -17,6 +17,7 @@
 #include "exctypes.h"
 #include "hmap.h"
 #include "asyncio.h"
+#include "async_wait.h"
 #include "ingest.h"
 #include "ksyms.h"
 #include "proc.h"
@@ -64,6 +65,7 @@ struct ingest {
 	struct kstack_namer kstacks;	/* --kernel frame names */
 	struct exc_types exc;		/* --mode exception's type names */
 	struct ingest_counts cnt;
+	struct async_waits *aw;		/* --async-aware wall mode: tasks waiting off CPU */
 	/* --timeline */
 	struct tl_entry *tl;		/* every sample in arrival order */
 	size_t ntl, tl_cap;
@@ -101,6 +103,12 @@ struct ingest *ingest_new(const struct options *o, struct sampler *sampler, stru
 		return NULL;
 	}
 	in->sym.opcodes = in->opt->opcodes != OPCODES_NONE;	/* bytecode read only then */
+	/* Not with --timeline: a thread's samples there do not overlap. */
+	if (o->async_aware && o->mode == TB_MODE_WALL && !o->timeline &&
+	    !(in->aw = async_waits_new())) {
+		ingest_free(in);
+		return NULL;
+	}
 	return in;
 }
 
@@ -112,6 +120,7 @@ void ingest_free(struct ingest *in)
 	if (!in)
 		return;
 	resolved_free(&in->frozen);
+	async_waits_free(in->aw);
 	while (hmap_next(&in->thread_names, &it, NULL, &val))
 		free(*val);
 	hmap_free(&in->thread_names);
@@ -616,6 +625,48 @@ static void new_tasks(struct ingest *in, const struct tb_tasks *rec, size_t size
 	profile_pending_tasks(&in->prof, rec->stack_id, c);
 }
 
+/*
+ * --async-aware wall mode: an off-CPU interval of tid that started at
+ * `since`. If its waiting tasks were read then (async_wait.h), each one's
+ * stack gets the whole interval, and the loop's own stack none: 1. Else 0.
+ */
+static int credit_waits(struct ingest *in, uint32_t pid, uint32_t tid, uint32_t flags,
+			uint64_t since, uint64_t weight)
+{
+	struct wait_snap *w = in->aw ? async_waits_take(in->aw, tid, since) : NULL;
+	struct wait_stack *ws;
+	uint32_t i;
+
+	if (!w || w->pid != pid || !(flags & TB_SF_OFFCPU)) {
+		async_wait_free(w);
+		return 0;
+	}
+	for (i = 0; i < w->n; i++) {
+		ws = &w->v[i];
+		/* the profile owns the chain from here, kept or not */
+		profile_pending_tasks(&in->prof, ws->rec->stack_id, ws->chain);
+		ws->chain = NULL;
+		if (profile_add_stack(&in->prof, ws->rec, ws->size) > 0)
+			new_stack(in, ws->rec);
+		add_sample(in, pid, tid, ws->rec->stack_id, flags, -1, weight, NULL);
+		in->cnt.async_wait_periods += weight;
+	}
+	in->cnt.async_wait_credits++;
+	async_wait_free(w);
+	return 1;
+}
+
+void ingest_poll_async(struct ingest *in)
+{
+	if (in->aw)
+		async_waits_poll(in->aw, in->ts, in->sampler, &in->sym);
+}
+
+int ingest_polls_async(const struct ingest *in)
+{
+	return in->aw != NULL;
+}
+
 /* Retry samples that arrived before their stack; `final` gives up on them. */
 void ingest_flush(struct ingest *in, int final)
 {
@@ -652,6 +703,8 @@ void ingest_credit_offcpu(struct ingest *in, uint64_t end_ns)
 		};
 
 		in->cnt.offcpu_final += v[i].periods;
+		if (credit_waits(in, v[i].pid, v[i].tid, v[i].flags, v[i].since, v[i].periods))
+			continue;
 		add_sample(in, v[i].pid, v[i].tid, v[i].stack_id, v[i].flags, v[i].kstack,
 			   v[i].periods, in->opt->timeline ? &when : NULL);
 	}
@@ -702,8 +755,11 @@ void ingest_record(struct ingest *in, const void *data, size_t size)
 			   smp->weight, NULL);
 	} else if (kind == TB_REC_TIMED && size >= sizeof(struct tb_timed)) {
 		in->cnt.received++;
-		add_sample(in, smp->pid, smp->tid, smp->stack_id, smp->flags, smp->kstack,
-			   smp->weight, data);
+		/* --async-aware wall mode times off-CPU credits without --timeline */
+		if (!credit_waits(in, smp->pid, smp->tid, smp->flags,
+				  ((const struct tb_timed *)data)->start_ns, smp->weight))
+			add_sample(in, smp->pid, smp->tid, smp->stack_id, smp->flags,
+				   smp->kstack, smp->weight, in->opt->timeline ? data : NULL);
 	} else if (kind == TB_REC_TASKS && size >= TB_TASKS_HDR_SIZE) {
 		new_tasks(in, data, size);
 	} else if (kind == TB_REC_STACK) {

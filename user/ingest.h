@@ -47,6 +47,10 @@ void ingest_name_threads(struct ingest *in, int force);
 void ingest_seed_offcpu(struct ingest *in, struct target *t, uint64_t since);
 /* Wall mode: threads still blocked at end_ns get their time too. */
 void ingest_credit_offcpu(struct ingest *in, uint64_t end_ns);
+/* --async-aware wall mode: read the waiting tasks of event loop threads
+ * off CPU now (async_wait.h); ingest_polls_async(): whether it does. */
+void ingest_poll_async(struct ingest *in);
+int ingest_polls_async(const struct ingest *in);
 /* --timeline: the run's start (CLOCK_MONOTONIC ns), time 0 of the samples. */
 void ingest_set_start(struct ingest *in, uint64_t start_ns);
 /* The symbolized profile (frozen + live) added to r, whose metadata the

@@ -683,6 +683,11 @@ void sampler_offcpu_unseed(struct sampler *s, uint32_t tid, uint64_t since)
 		bpf_map__delete_elem(s->skel->maps.offcpu, &tid, sizeof(tid), 0);
 }
 
+int sampler_offcpu_get(struct sampler *s, uint32_t tid, struct tb_offcpu *out)
+{
+	return bpf_map__lookup_elem(s->skel->maps.offcpu, &tid, sizeof(tid), out, sizeof(*out), 0);
+}
+
 int sampler_offcpu_away(struct sampler *s, struct hmap *ids)
 {
 	struct bpf_map *m = s->skel->maps.offcpu;

@@ -116,6 +116,8 @@ int sampler_offcpu_seed(struct sampler *s, uint32_t pid, uint32_t tid, uint64_t 
 			uint32_t flags, uint64_t since);
 /* Take back a seeded entry of tid (since `since`) if still there and away. */
 void sampler_offcpu_unseed(struct sampler *s, uint32_t tid, uint64_t since);
+/* Wall mode: tid's entry in the offcpu map (0, or a negative errno). */
+int sampler_offcpu_get(struct sampler *s, uint32_t tid, struct tb_offcpu *out);
 /* Add the stack ids of every thread still off CPU to ids (keys: uint64_t). */
 int sampler_offcpu_away(struct sampler *s, struct hmap *ids);
 int sampler_consume(struct sampler *s);

@@ -19,6 +19,7 @@
 #include "child.h"
 #include "clock.h"
 #include "errors.h"
+#include "async_wait.h"
 #include "ingest.h"
 #include "sampler.h"
 #include "session.h"
@@ -475,6 +476,9 @@ static int poll_timeout(const struct session *s, double start, double due)
 
 	if (s->stacks_soon && TB_STACK_WAKE_MS < ms)
 		ms = TB_STACK_WAKE_MS;
+	/* --async-aware wall mode: catch event loops while they wait */
+	if (ingest_polls_async(s->in) && ms > ASYNC_WAIT_POLL_MS)
+		ms = ASYNC_WAIT_POLL_MS;
 	if (s->tick && s->tick_interval * 1000 < ms)
 		ms = (int)(s->tick_interval * 1000) + 1;
 	if (s->opt->all_python && targets_next_scan(s->ts) < due)
@@ -566,6 +570,7 @@ void session_run(struct session *s)
 		note_stacks(s);
 		ingest_flush(s->in, 0);
 		ingest_name_threads(s->in, 0);
+		ingest_poll_async(s->in);
 		if (targets_discovering(s->ts))
 			targets_run_discovery(s->ts);
 		if (targets_nroots(s->ts))

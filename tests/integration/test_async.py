@@ -261,3 +261,66 @@ def test_dump_async_tree():
         check('in main\n' in text and 'in front\n' in text,
               "%s: suspended frames of main/front missing %s" % (py.label, where))
         w.stop()
+
+
+def _waits_chain(labels):
+    """The chain a task of async_waits.py must have, by its own label."""
+    main = ("Task-1", "main")
+    name, coro = labels[-1]
+    if coro == "kid":	# "k<j>.p<i>": under its own parent, a root
+        return [("p" + name.split(".p", 1)[1], "parent"), (name, "kid")]
+    if coro in ("handle", "parent"):	# awaited by nobody
+        return [(name, coro)]
+    if name in ("w1", "w2"):
+        return [main, ("group", "group"), (name, "waiter")]
+    return [main, (name, name)]
+
+
+@timeout(120)
+def test_async_wall_waiting_tasks():
+    """Wall mode: while the event loop waits in select, every task waiting
+    then gets the whole interval, under its own chain: a task's count is its
+    own wait time (the reader's split between its two awaits matches its own
+    clock), and children that come and go show under their own parent."""
+    rate, secs = 250, 4
+    for py in _sid_pythons():
+        w = start_workload(py, "async_waits.py", 6.5)
+        res = run_profiler(w.pid, ["--async-aware", "-m", "wall", "-F", rate, "-d", secs],
+                           timeout=40).expect_ok()
+        truth = json.loads(_read_tagged(w, "TRUTH", 30))
+        where = res.where()
+        per, sites, kids = {}, {"recv": 0, "nap": 0}, 0
+        for frames, n in _parse(res.profile_bytes(), where):
+            labels = _labels(frames)
+            if not labels:
+                continue
+            check(labels == _waits_chain(labels), "%s: task %s shown under %s, want %s %s"
+                  % (py.label, labels[-1], labels, _waits_chain(labels), where))
+            name, coro = labels[-1]
+            if coro == "kid":
+                kids += n
+                continue
+            key = "handle" if coro == "handle" else name
+            per.setdefault(key, []).append(n)
+            names = [f[1] for f in frames if f[0] == "py"]
+            if name == "reader":
+                sites["nap" if "nap" in names else "recv"] += n
+        full = rate * secs
+        for key in ("sleeper", "reader", "w1", "w2", "spawner"):
+            got = sum(per.get(key, []))
+            # each waiting task gets each interval whole: close to the
+            # run's wall time (not 1/N of it), never more
+            check(0.5 * full <= got <= 1.1 * full, "%s: task %s has %d wall samples, want "
+                  "about %d (it waits all the time) %s" % (py.label, key, got, full, where))
+        handlers = sum(per.get("handle", []))
+        check(1.0 * full <= handlers <= 2.2 * full,
+              "%s: the two connection handlers have %d wall samples, want about %d %s"
+              % (py.label, handlers, 2 * full, where))
+        check(kids >= 0.3 * full, "%s: only %d samples in the short-lived children %s"
+              % (py.label, kids, where))
+        got = sites["recv"] / max(1, sites["recv"] + sites["nap"])
+        want = truth["recv"] / (truth["recv"] + truth["nap"])
+        check(abs(got - want) <= 0.07, "%s: the reader waits in sock_recv for %.1f %% of its "
+              "samples, %.1f %% of its own time (%s, truth %s) %s"
+              % (py.label, 100 * got, 100 * want, sites, truth, where))
+        w.stop()

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "async_wait.h"
 #include "asyncio.h"
 #include "layout.h"
 #include "symbols.h"
@@ -278,6 +279,125 @@ static void test_decode_keeps_only_current_parents(void **state)
 	assert_null(asyncio_decode(&t, &sym, &rec, sizeof(rec)));
 }
 
+
+/* A thread state whose task list (head at 16) holds tasks (node at 160). */
+struct fake_tstate {
+	uint64_t running, pad, head[2];
+};
+
+static void link_tasks(struct fake_tstate *ts, struct fake_task **v, int n)
+{
+	uint64_t head = addr(ts->head);
+	int i;
+
+	ts->head[0] = n ? addr(&v[0]->w[20]) : head;
+	for (i = 0; i < n; i++)
+		v[i]->w[20] = i + 1 < n ? addr(&v[i + 1]->w[20]) : head;
+}
+
+/* The stack of snapshot w whose leaf task is named `name`, or NULL. */
+static const struct wait_stack *stack_of(const struct wait_snap *w, const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; i < w->n; i++)
+		if (!strcmp(w->v[i].chain->tasks[0].label, name))
+			return &w->v[i];
+	return NULL;
+}
+
+/*
+ * Waiting tasks, as async_wait_snapshot() reads them from a thread running
+ * none: p awaits a (and b, finished: left out); s is awaited by a set of
+ * two (r and p): r awaits, so only a and s are waiting leaves, each with
+ * its chain; stack ids are the same for the same tasks in the same place.
+ */
+static void test_wait_snapshot_leaves(void **state)
+{
+	static struct fake_task p, a, b, r, s;
+	static struct fake_coro pc, ac, bc, rc, sc;
+	static uint8_t pn[64], an[64], bn[64], rn[64], sn[64];
+	static uint64_t future[4], set[8], table[16];
+	static struct fake_tstate ts;
+	struct fake_task *v[] = { &p, &a, &b, &r, &s };
+	const struct wait_stack *ws;
+	struct wait_snap *w;
+	uint64_t id_a, lo;
+
+	(void)state;
+	t.layout.async.ts_tasks_head = 16;
+	t.layout.async.task_node = 160;
+	future[1] = addr(&ty_other);
+	make_str(pn, sizeof(pn), "p");
+	make_str(an, sizeof(an), "a");
+	make_str(bn, sizeof(bn), "b");
+	make_str(rn, sizeof(rn), "r");
+	make_str(sn, sizeof(sn), "s");
+	make_coro(&pc, 0x1000, YIELD_FROM, future);
+	make_coro(&ac, 0x2000, YIELD_FROM, future);
+	make_coro(&bc, 0x3000, CLEARED, future);
+	make_coro(&rc, 0x4000, YIELD_FROM, future);
+	make_coro(&sc, 0x5000, YIELD_FROM, future);
+	make_task(&p, &pc, pn, NULL);
+	make_task(&a, &ac, an, &p);
+	make_task(&b, &bc, bn, &p);
+	make_task(&r, &rc, rn, NULL);
+	make_task(&s, &sc, sn, set);
+	((uint8_t *)&s)[109] = 1;	/* awaited by the set {r, p} */
+	set[4] = 7;			/* mask: 8 slots */
+	set[5] = addr(table);
+	table[2] = addr(&r);
+	table[3] = 11;
+	table[10] = addr(&p);
+	table[11] = 12;
+	link_tasks(&ts, v, 5);
+
+	w = async_wait_snapshot(&t, &sym, addr(&ts));
+	assert_non_null(w);
+	assert_int_equal(w->n, 2);
+	ws = stack_of(w, "a");
+	assert_non_null(ws);
+	assert_int_equal(ws->chain->depth, 2);
+	assert_string_equal(ws->chain->tasks[1].label, "p");
+	assert_int_equal(ws->chain->tasks[1].nframes, 1);
+	assert_int_equal(ws->rec->depth, 1);
+	assert_int_equal(ws->rec->frames[0].code, 0x2000);
+	/* all of the task's own frames are kept: none is the loop's */
+	assert_int_equal(asyncio_keep(ws->chain, ws->rec->frames, ws->rec->depth), 1);
+	id_a = ws->rec->stack_id;
+	ws = stack_of(w, "s");
+	assert_non_null(ws);
+	lo = addr(&r) < addr(&p) ? addr(&r) : addr(&p);
+	assert_int_equal(ws->chain->depth, 2);
+	assert_string_equal(ws->chain->tasks[1].label, lo == addr(&r) ? "r" : "p");
+	assert_int_equal(ws->chain->tasks[0].flags, TB_TASK_SEVERAL);
+	assert_int_equal(ws->chain->tasks[0].awaiters, 2);
+	assert_true(ws->rec->stack_id != id_a);
+	async_wait_free(w);
+
+	/* the same tasks in the same places: the same ids */
+	w = async_wait_snapshot(&t, &sym, addr(&ts));
+	assert_non_null(w);
+	assert_int_equal(stack_of(w, "a")->rec->stack_id, id_a);
+	async_wait_free(w);
+	/* a later instruction of a's coroutine: another stack */
+	make_coro(&ac, 0x2000, YIELD_FROM, future);
+	memcpy((uint8_t *)&ac + GEN_IFRAME + t.layout.walk.off.fr_instr,
+	       &(uint64_t){ 0x2000 + t.layout.walk.off.co_adaptive + 2 * 9 }, 8);
+	w = async_wait_snapshot(&t, &sym, addr(&ts));
+	assert_non_null(w);
+	assert_true(stack_of(w, "a")->rec->stack_id != id_a);
+	async_wait_free(w);
+
+	/* a task running: its stack is the kernel's sample, not a wait */
+	ts.running = addr(&a);
+	assert_null(async_wait_snapshot(&t, &sym, addr(&ts)));
+	ts.running = 0;
+	/* no task waits */
+	link_tasks(&ts, v, 0);
+	assert_null(async_wait_snapshot(&t, &sym, addr(&ts)));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -285,6 +405,7 @@ int main(void)
 		cmocka_unit_test(test_keep_and_markers),
 		cmocka_unit_test(test_coro_frames),
 		cmocka_unit_test(test_decode_keeps_only_current_parents),
+		cmocka_unit_test(test_wait_snapshot_leaves),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
