@@ -637,7 +637,7 @@ static int credit_waits(struct ingest *in, uint32_t pid, uint32_t tid, uint32_t 
 	struct wait_stack *ws;
 	uint32_t i;
 
-	if (!w || w->pid != pid || !(flags & TB_SF_OFFCPU)) {
+	if (!w || w->pid != pid || !(flags & TB_SF_OFFCPU) || !w->n) {
 		async_wait_free(w);
 		return 0;
 	}
@@ -652,6 +652,9 @@ static int credit_waits(struct ingest *in, uint32_t pid, uint32_t tid, uint32_t 
 		in->cnt.async_wait_periods += weight;
 	}
 	in->cnt.async_wait_credits++;
+	/* one interval written n times: the copies past the first are
+	 * collected as samples of their own (stats_summarize) */
+	in->cnt.async_wait_copies += (uint64_t)(w->n - 1) * weight;
 	async_wait_free(w);
 	return 1;
 }

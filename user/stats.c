@@ -24,8 +24,11 @@ void stats_summarize(const struct session_view *s, uint64_t written, struct stat
 	const struct session_stats *st = &s->st;
 	const uint64_t *c = st->bpf;
 
+	/* --async-aware wall mode writes an interval once per task waiting
+	 * in it: each copy is a sample collected, so that collected = written
+	 * + lost + dropped still holds */
 	out->collected = c[TB_C_EVENTS] + c[TB_C_OFFCPU_WEIGHT] + c[TB_C_OFFCPU_LOST] +
-			 st->in.offcpu_final;
+			 st->in.offcpu_final + st->in.async_wait_copies;
 	out->written = written;
 	out->lost = c[TB_C_LOST] + c[TB_C_OFFCPU_LOST];
 	out->dropped = dropped(st);

@@ -12,7 +12,8 @@ import json
 import os
 import re
 
-from common import (Interp, art_path, check, fail, run_profiler, start_workload, timeout,
+from common import (Interp, art_path, check, check_stats_invariant, fail, run_profiler,
+                    start_workload, timeout,
                     pyenv_python)
 
 LABEL = re.compile(r"^(?P<name>\S+) (?P<coro>[A-Za-z_][\w.<>]*)$")
@@ -286,9 +287,11 @@ def test_async_wall_waiting_tasks():
     for py in _sid_pythons():
         w = start_workload(py, "async_waits.py", 6.5)
         res = run_profiler(w.pid, ["--async-aware", "-m", "wall", "-F", rate, "-d", secs],
-                           timeout=40).expect_ok()
+                           timeout=40, stats=True).expect_ok()
         truth = json.loads(_read_tagged(w, "TRUTH", 30))
         where = res.where()
+        # an interval written once per waiting task: each copy collected
+        check_stats_invariant(res.stats(), where)
         per, sites, kids = {}, {"recv": 0, "nap": 0}, 0
         for frames, n in _parse(res.profile_bytes(), where):
             labels = _labels(frames)
