@@ -350,6 +350,10 @@ static int write_file(struct tby_writer *w, const struct resolved *r)
 	write_frames(w, r);
 	write_samples(w, r);
 	write_threads(w, r);
+	/* The tables in chunks of their own: a file cut inside the ticks
+	 * still holds every count. */
+	if (!w->err)
+		w->err = flush_chunk(w);
 	write_ticks(w, r);
 	put_varint(&w->rec, r->nsamples);
 	put_varint(&w->rec, r->nticks);
