@@ -43,7 +43,7 @@ struct tby_file {
 	size_t chunks;		/* complete chunks read */
 	/* while reading */
 	char **strs;
-	size_t nstr, str_cap, threads_cap, ticks_cap;
+	size_t nstr, str_cap, frames_cap, threads_cap, ticks_cap;
 };
 
 /* Write r as a recording. 0, -EPIPE, -ENOMEM or -EIO. */

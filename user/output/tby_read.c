@@ -138,6 +138,12 @@ static int bad(struct reader *rd, const char *fmt, ...)
 	return -EINVAL;
 }
 
+/* Also false for NaN. */
+static int in_range(double d, double lo, double hi)
+{
+	return d >= lo && d <= hi;
+}
+
 static int read_meta(struct reader *rd, struct cur *c)
 {
 	struct tby_file *f = rd->f;
@@ -155,6 +161,12 @@ static int read_meta(struct reader *rd, struct cur *c)
 	f->r.mode = f->mode;
 	f->r.rate_text = f->rate_text;
 	rd->got_meta = 1;
+	/* What a run can have made: the writers convert these to integers. */
+	if (!in_range(f->r.rate, 1e-3, 1e10) && f->r.rate != 0)
+		return bad(rd, "a sampling rate of %g Hz", f->r.rate);
+	if (!in_range(f->r.start_unix, 0, 9e9) || !in_range(f->r.duration_s, 0, 1e8))
+		return bad(rd, "a start time of %g s or a duration of %g s", f->r.start_unix,
+			   f->r.duration_s);
 	return 0;
 }
 
@@ -211,27 +223,40 @@ static int read_strings(struct reader *rd, struct cur *c)
 	return 0;
 }
 
+/* A frame as recorded: the table is rebuilt as it was, not re-interned. */
+static int add_frame(struct tby_file *f, const char *name, const char *file, int32_t line,
+		     int32_t first, const char *op)
+{
+	struct resolved *r = &f->r;
+	struct rframe *fr;
+
+	if (array_grow(&r->frames, &f->frames_cap, r->nframes + 1, sizeof(*r->frames), 256))
+		return -ENOMEM;
+	fr = calloc(1, sizeof(*fr));
+	if (!fr)
+		return -ENOMEM;
+	*fr = (struct rframe){ .name = strdup(name), .file = strdup(file), .line = line,
+			       .firstlineno = first, .op = op ? strdup(op) : NULL,
+			       .id = (uint32_t)r->nframes };
+	r->frames[r->nframes++] = fr;
+	return fr->name && fr->file && (!op || fr->op) ? 0 : -ENOMEM;
+}
+
 static int read_frames(struct reader *rd, struct cur *c)
 {
-	struct resolved *r = &rd->f->r;
 	uint64_t n = get_count(c, 5), i;
+	int ret = 0;
 
-	for (i = 0; i < n && !c->bad; i++) {
+	for (i = 0; i < n && !c->bad && !ret; i++) {
 		const char *name = str_at(c, rd->f, 0), *file = str_at(c, rd->f, 0), *op;
 		int64_t line = get_signed(c), first = line + get_signed(c);
-		size_t id = r->nframes;
-		struct rframe *fr;
 
 		op = str_at(c, rd->f, 1);
 		if (c->bad || line != (int32_t)line || first != (int32_t)first)
 			break;
-		fr = resolved_intern_op(r, name, file, (int32_t)line, (int32_t)first, op);
-		if (!fr)
-			return -ENOMEM;
-		if (fr->id != id)
-			return bad(rd, "frame %zu repeats frame %u", id, fr->id);
+		ret = add_frame(rd->f, name, file, (int32_t)line, (int32_t)first, op);
 	}
-	return 0;
+	return ret;
 }
 
 /* Frames root first: `common` of the previous row's, then new ids. */
@@ -376,6 +401,8 @@ static int read_ticks(struct reader *rd, struct cur *c)
 	uint64_t n = get_count(c, 7);
 	int col, ret = 0;
 
+	if (!n)
+		return 0;
 	if (array_grow(&r->ticks, &f->ticks_cap, r->nticks + n, sizeof(*r->ticks), 1024))
 		return -ENOMEM;
 	for (col = 0; col < 7 && !ret; col++)
