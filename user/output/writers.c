@@ -23,7 +23,8 @@ static const struct writer writers[] = {
 	{ .name = "chrometrace", .exts = ".trace.json", .write = output_chrometrace,
 	  .hint = "open it at https://ui.perfetto.dev or chrome://tracing", .timed = 1 },
 	{ .name = "binary", .exts = ".tby", .write = output_binary,
-	  .hint = "turn it into any format with tachyon-bpf replay FILE -o OUT" },
+	  .hint = "turn it into any format with tachyon-bpf replay FILE -o OUT",
+	  .gc_markers = 1 },
 };
 
 /* py-spy's names for the same formats (py-spy record -f ...). */
