@@ -91,4 +91,16 @@ def test_replay_byte_for_byte():
     check(samples >= 500, "only %d samples %s" % (samples, res.where()))
     print("recording: %d bytes, %d samples, %.2f bytes/sample"
           % (os.path.getsize(tby), samples, os.path.getsize(tby) / samples))
+    _check_diff(tby, live["folded"])
     _check_damaged(tby, _read(live["folded"]))
+
+
+def _check_diff(tby, folded):
+    """diff reads a recording as the collapsed stacks of the same run: no change."""
+    p = subprocess.run([binary(), "diff", tby, folded, "-f", "collapsed", "--no-normalize"],
+                       capture_output=True, timeout=60)
+    lines = p.stdout.decode().splitlines()
+    changed = [l for l in lines if l.rsplit(" ", 2)[1] != l.rsplit(" ", 2)[2]]
+    check(p.returncode == 0 and lines and not changed,
+          "diff %s %s: exit %d, %d lines, changed: %s %r"
+          % (tby, folded, p.returncode, len(lines), changed[:3], p.stderr))
