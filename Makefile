@@ -171,7 +171,7 @@ FUZZ_OUT	?= build-fuzz
 FUZZ_CC		?= clang
 FUZZ_SAN	:= -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS	:= -g -O1 -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser -Ibpf -I$(OUT) $(FUZZ_SAN)
-FUZZ_NAMES	:= pyelf layout linetable pystr output pyobj cfi
+FUZZ_NAMES	:= pyelf layout linetable pystr output pyobj cfi tby
 FUZZ_BIN	:= $(patsubst %,$(FUZZ_OUT)/fuzz_%,$(FUZZ_NAMES))
 # Every userspace object but main and the skeleton's users, in an archive:
 # a target links what it needs.

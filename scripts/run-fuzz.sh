@@ -14,7 +14,7 @@ secs=${1:-10}
 shift || true
 out=${FUZZ_OUT:-build-fuzz}
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(pyelf layout linetable pystr output pyobj cfi)
+[ ${#targets[@]} -eq 0 ] && targets=(pyelf layout linetable pystr output pyobj cfi tby)
 
 passed=0 failed=0
 mkdir -p "$out/crashes" "$out/logs"

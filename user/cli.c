@@ -58,6 +58,7 @@ static const char usage_text[] =
 "       tachyon-bpf top [OPTIONS] -p PID[,PID...] | --all-python\n"
 "       tachyon-bpf dump [OPTIONS] -p PID[,PID...]\n"
 "       tachyon-bpf diff [OPTIONS] BASE NEW\n"
+"       tachyon-bpf replay RECORDING.tby [-o FILE]... [-f FORMAT]\n"
 "Sample the Python stacks of running CPython processes from the kernel (eBPF)\n"
 "and write collapsed stacks (flamegraph.pl input) to stdout.\n"
 "\n"
@@ -67,6 +68,7 @@ static const char usage_text[] =
 "  dump                     print every thread's current Python stack once\n"
 "  diff                     differential flame graph of two collapsed profiles\n"
 "                           (red grew, blue shrank)\n"
+"  replay                   any format from a .tby recording (-o prof.tby)\n"
 "\n"
 "  -p, --pid PID[,PID...]   processes to profile\n"
 "  -a, --all-python         every Python process on the machine, including ones\n"
@@ -82,7 +84,9 @@ static const char usage_text[] =
 "                           samples per second per CPU (default 99)\n"
 "  -d, --duration SECONDS   stop after this long (default: Ctrl-C, or when\n"
 "                           every target has exited)\n"
-"  -o, --output FILE        write the profile to FILE instead of stdout\n"
+"  -o, --output FILE        write the profile to FILE instead of stdout; given\n"
+"                           again, one more file of the same run in the format\n"
+"                           of its extension (-o prof.tby -o prof.svg)\n"
 "  -f, --format FORMAT      %s\n"
 "                           (default: from -o's extension, else collapsed)\n"
 "  -c, --period N           one sample every N events instead of -F (cpu-clock\n"
@@ -692,6 +696,42 @@ static int parse_flag(int c, struct options *o)
 	return -1;
 }
 
+/* The first -o is the output; each later one one more file of the run. */
+static int add_output(const char *arg, struct options *o)
+{
+	if (!o->output) {
+		o->output = arg;
+		return 0;
+	}
+	if (o->nmore == CLI_MAX_OUTPUTS) {
+		tb_error("-o %s: more than %d -o files (write the others with tachyon-bpf replay from a .tby recording)",
+			 arg, CLI_MAX_OUTPUTS + 1);
+		return -1;
+	}
+	o->more_output[o->nmore] = arg;
+	o->more_writer[o->nmore] = writer_for_path(arg);
+	if (!o->more_writer[o->nmore]) {
+		tb_error("-o %s: a second -o needs the extension of a format (end the name with %s)",
+			 arg, writer_extensions());
+		return -1;
+	}
+	o->nmore++;
+	return 0;
+}
+
+/* What the formats need sampled: each sample's time, the GC state. */
+static void formats_need(struct options *o)
+{
+	int i;
+
+	o->timeline |= o->writer->timed;
+	o->gc_state = o->writer->gc_markers;
+	for (i = 0; i < o->nmore; i++) {
+		o->timeline |= o->more_writer[i]->timed;
+		o->gc_state |= o->more_writer[i]->gc_markers;
+	}
+}
+
 static int parse_one(int c, const char *arg, struct options *o)
 {
 	switch (c) {
@@ -710,8 +750,7 @@ static int parse_one(int c, const char *arg, struct options *o)
 			tb_error("-o: empty file name (give a path)");
 			return -1;
 		}
-		o->output = arg;
-		return 0;
+		return add_output(arg, o);
 	case 'e':
 		return parse_event(arg, o);
 	case 'f':
@@ -1004,9 +1043,7 @@ int cli_parse(int argc, char **argv, struct options *o)
 	if (!o->writer)
 		o->writer = writer_default();
 	/* A time-ordered format needs every sample's time. */
-	if (o->writer->timed)
-		o->timeline = 1;
-	o->gc_state = o->writer->gc_markers;
+	formats_need(o);
 	tb_verbose = o->verbose;
 	return -1;
 }

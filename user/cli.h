@@ -19,6 +19,8 @@ enum tb_command {
 	CMD_DUMP,	/* tachyon-bpf dump: every thread's stack, once */
 };
 
+#define CLI_MAX_OUTPUTS 8
+
 struct options {
 	int command;		/* enum tb_command */
 	pid_t pids[CLI_MAX_PIDS];
@@ -64,6 +66,11 @@ struct options {
 	int dump_locals;	/* dump --locals: arguments and locals of each frame */
 	const char *btf_path;	/* --btf: the kernel's types from this file */
 	int async_aware;	/* --async-aware (dump: --async): asyncio task chains */
+	/* -o given again: more files from the same run, each in its
+	 * extension's format (a .tby recording beside an SVG) */
+	const char *more_output[CLI_MAX_OUTPUTS];
+	const struct writer *more_writer[CLI_MAX_OUTPUTS];
+	int nmore;
 };
 
 /* Fills o. Returns -1 to go on, else an exit code (0 after --help/--version). */

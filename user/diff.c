@@ -23,6 +23,8 @@
 #include "hmap.h"
 #include "output/output.h"
 #include "output/diff.h"
+#include "output/tby.h"
+#include "replay.h"
 #include "safefile.h"
 
 struct dline {
@@ -104,7 +106,7 @@ static int add_line(struct dset *d, int which, char *line, size_t len, size_t li
 	uint64_t n;
 
 	if (strlen(line) != len) {
-		tb_error("diff: %s: binary data, not collapsed stacks (%s; binary recordings will be read by tachyon-bpf replay, not yet)",
+		tb_error("diff: %s: binary data, not collapsed stacks (%s, or a recording made with -o x.tby, which tachyon-bpf replay reads too)",
 			 path, FOLDED_HELP);
 		return -EINVAL;
 	}
@@ -136,6 +138,57 @@ static int add_line(struct dset *d, int which, char *line, size_t len, size_t li
 	return 0;
 }
 
+/* A recording (-o x.tby): its stacks folded as -f collapsed writes them. */
+static int read_recording(struct dset *d, int which)
+{
+	const char *path = d->path[which];
+	struct folded fo = { 0 };
+	struct tby_file f;
+	char why[256] = "";
+	uint8_t *data;
+	size_t len, i;
+	int ret = replay_slurp(path, &data, &len);
+
+	if (!ret) {
+		ret = tby_read(data, len, &f, why, sizeof(why));
+		free(data);
+	} else {
+		snprintf(why, sizeof(why), "%s", strerror(-ret));
+	}
+	if (ret) {
+		tb_error("diff: %s: %s (record it again, or give collapsed stacks)", path, why);
+		return ret;
+	}
+	if (f.partial)
+		tb_warn("diff: %s: cut short: comparing the %llu samples it holds", path,
+			(unsigned long long)f.r.total);
+	ret = resolved_fold(&f.r, &fo);
+	for (i = 0; !ret && i < fo.n; i++) {
+		struct dline *dl = dset_get(d, fo.v[i].stack, strlen(fo.v[i].stack));
+
+		if (!dl)
+			ret = -ENOMEM;
+		else
+			dl->n[which] += fo.v[i].count;
+		d->total[which] += fo.v[i].count;
+	}
+	if (ret)
+		tb_error("diff: %s: out of memory", path);
+	folded_free(&fo);
+	tby_free(&f);
+	return ret;
+}
+
+/* Does the file start as a recording does? */
+static int is_recording(FILE *f)
+{
+	char magic[4];
+	int yes = fread(magic, 1, 4, f) == 4 && !memcmp(magic, TBY_MAGIC, 4);
+
+	rewind(f);
+	return yes;
+}
+
 static int read_folded(struct dset *d, int which)
 {
 	const char *path = d->path[which];
@@ -148,6 +201,10 @@ static int read_folded(struct dset *d, int which)
 	if (!f) {
 		tb_error("diff: %s: %s (%s)", path, strerror(errno), FOLDED_HELP);
 		return -errno;
+	}
+	if (is_recording(f)) {
+		fclose(f);
+		return read_recording(d, which);
 	}
 	while (!ret && (len = getline(&line, &cap, f)) >= 0) {
 		lineno++;
@@ -299,8 +356,8 @@ static const char diff_usage[] =
 "what they lost counts in their callers' colour.\n"
 "\n"
 "BASE and NEW are collapsed stacks ('frame;frame;frame COUNT' per line, as\n"
-"tachyon-bpf -f collapsed writes them). Binary recordings (-o x.tby) will\n"
-"be read by 'tachyon-bpf replay', not by diff yet.\n"
+"tachyon-bpf -f collapsed writes them), or binary recordings (-o x.tby, as\n"
+"'tachyon-bpf replay' reads them).\n"
 "\n"
 "  -o, --output FILE        write to FILE instead of stdout\n"
 "  -f, --format FORMAT      svg (default) or collapsed: difffolded.pl's\n"

@@ -28,6 +28,7 @@
 #include "proc.h"
 #include "progress.h"
 #include "pyroscope.h"
+#include "replay.h"
 #include "session.h"
 #include "stats.h"
 #include "top.h"
@@ -179,22 +180,75 @@ static void hooks_free(struct hooks *h)
 		pyroscope_free(&h->pyro);
 }
 
-/* The profile to its file (not for top: the screen was its output). */
-static int write_profile(const struct session_view *v, FILE *out, const struct resolved *r)
+/* The files of -o given again, opened before the run like the first. */
+static FILE *more_out[CLI_MAX_OUTPUTS];
+
+static int write_to(FILE *out, const char *path, const struct writer *w,
+		    const struct resolved *r)
 {
 	int err;
 
-	if (!out || v->stop == STOP_PIPE_CLOSED)
-		return TB_EXIT_OK;
 	if (out != stdout && safe_truncate(out)) {
-		tb_error("-o %s: %s", v->opt->output, strerror(errno));
+		tb_error("-o %s: %s", path, strerror(errno));
 		return TB_EXIT_RUNTIME;
 	}
-	err = v->opt->writer->write(out, r);
+	err = w->write(out, r);
 	if (!err || err == -EPIPE)
 		return TB_EXIT_OK;
 	tb_error("writing the profile: %s (check the disk or the -o path)", strerror(-err));
 	return TB_EXIT_RUNTIME;
+}
+
+/* The same profile into each further -o file, in its own format. */
+static int write_more(const struct options *o, const struct resolved *r)
+{
+	int i, ret;
+
+	for (i = 0; i < o->nmore; i++) {
+		const struct writer *w = o->more_writer[i];
+
+		ret = write_to(more_out[i], o->more_output[i], w, r);
+		if (ret)
+			return ret;
+		tb_info("wrote %s%s%s%s", o->more_output[i], w->hint ? " (" : "",
+			w->hint ? w->hint : "", w->hint ? ")" : "");
+	}
+	return TB_EXIT_OK;
+}
+
+/* The profile to its file (not for top: the screen was its output). */
+static int write_profile(const struct session_view *v, FILE *out, const struct resolved *r)
+{
+	int ret;
+
+	if (!out || v->stop == STOP_PIPE_CLOSED)
+		return TB_EXIT_OK;
+	ret = write_to(out, v->opt->output, v->opt->writer, r);
+	return ret ? ret : write_more(v->opt, r);
+}
+
+static int open_more(const struct options *o)
+{
+	int i;
+
+	for (i = 0; i < o->nmore; i++) {
+		more_out[i] = open_output(o->more_output[i]);
+		if (!more_out[i])
+			return -1;
+	}
+	return 0;
+}
+
+static int close_more(const struct options *o, int ret)
+{
+	int i;
+
+	for (i = 0; i < o->nmore && more_out[i]; i++)
+		if (fclose(more_out[i]) && !ret) {
+			tb_error("-o %s: %s", o->more_output[i], strerror(errno));
+			ret = TB_EXIT_RUNTIME;
+		}
+	return ret;
 }
 
 /* Where the closing line says the profile went: the -o file, if written
@@ -322,6 +376,8 @@ int main(int argc, char **argv)
 	/* Two files in, a file out: no target, no privileges, its own options. */
 	if (argc > 1 && !strcmp(argv[1], "diff"))
 		return diff_main(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "replay"))
+		return replay_main(argc - 1, argv + 1);
 	ret = cli_parse(argc, argv, &o);
 	if (ret >= 0)
 		return ret;
@@ -343,16 +399,18 @@ int main(int argc, char **argv)
 		out = open_output(o.output);
 		if (!out)
 			return TB_EXIT_RUNTIME;
+		if (open_more(&o))
+			return close_more(&o, close_output(&o, out, TB_EXIT_RUNTIME));
 	}
 	if (o.stats_path) {
 		statsf = stats_open(o.stats_path);
 		if (!statsf) {
-			close_output(&o, out, 0);
+			close_more(&o, close_output(&o, out, 0));
 			return TB_EXIT_RUNTIME;
 		}
 	}
 	ret = run(&o, out, statsf);
 	if (statsf)
 		fclose(statsf);
-	return close_output(&o, out, ret);
+	return close_more(&o, close_output(&o, out, ret));
 }

@@ -27,6 +27,8 @@
  *    asks for one: gecko and chrometrace one valid JSON value of valid
  *    UTF-8, chrometrace's "B" and "E" events balanced; speedscope then
  *    writes its time-ordered shape;
+ *  - binary: the recording reads back (output/tby_read.c) into a profile
+ *    from which every writer gives the same bytes as from the original;
  *  - a stream that fails after N bytes makes the writer return -EPIPE
  *    (the write's error), never 0, never a crash.
  */
@@ -36,6 +38,7 @@
 #include "outcheck.h"
 #include "output/output.h"
 #include "output/emit.h"
+#include "output/tby.h"
 
 #define MAX_FRAMES	48
 #define MAX_SAMPLES	64
@@ -448,6 +451,34 @@ static void run_failing(const struct writer *w, const struct built *b, size_t fu
 	fclose(f);
 }
 
+static char *run(const struct writer *w, const struct built *b, size_t *n);
+
+/* The recording reads back into a profile every writer gives the same bytes from. */
+static void check_binary(const struct built *b, const char *o, size_t n)
+{
+	static const char *const names[] = { "collapsed", "svg", "speedscope", "pprof",
+					     "pstats", "gecko", "chrometrace", "binary" };
+	struct built *again = malloc(sizeof(*again));
+	char why[256] = "";
+	struct tby_file f;
+	size_t i, n1, n2;
+
+	FUZZ_CHECK(again, "malloc");
+	FUZZ_CHECK(tby_read((const uint8_t *)o, n, &f, why, sizeof(why)) == 0 && !f.partial,
+		   "binary: its recording is refused: %s", why);
+	again->r = f.r;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const struct writer *w = writer_find(names[i]);
+		char *x = run(w, b, &n1), *y = run(w, again, &n2);
+
+		FUZZ_CHECK(n1 == n2 && !memcmp(x, y, n1), "binary: replayed %s differs", names[i]);
+		free(x);
+		free(y);
+	}
+	free(again);
+	tby_free(&f);
+}
+
 static char *run(const struct writer *w, const struct built *b, size_t *n)
 {
 	char *buf = NULL;
@@ -481,7 +512,7 @@ static void dump(const char *name, const char *out, size_t n)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *const names[] = { "collapsed", "svg", "speedscope", "pprof", "summary",
-					     "pstats", "heatmap", "gecko", "chrometrace" };
+					     "pstats", "heatmap", "gecko", "chrometrace", "binary" };
 	struct built *b = malloc(sizeof(*b));
 	struct fz f;
 	size_t i, n1, n2;
@@ -513,6 +544,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 7: check_json("gecko", o1, n1); break;
 		case 8: check_chrometrace(o1, n1); break;
+		case 9: check_binary(b, o1, n1); break;
 		}
 		if (cut & (1u << i))
 			run_failing(w, b, n1, cut % (n1 + 1));

@@ -297,6 +297,17 @@ static void test_output_extensions(void **state)
 	assert_string_equal(o.writer->name, "heatmap");
 	assert_int_equal(PARSE("-p", "5", "-o", "x.xml", "-f", "svg"), -1);
 	assert_string_equal(o.writer->name, "svg");
+	/* -o again: one more file of the run, in its extension's format,
+	 * which may ask for the timeline and the GC state */
+	assert_int_equal(PARSE("-p", "5", "-o", "p.tby", "-o", "p.gecko.json", "-o", "p.svg"), -1);
+	assert_string_equal(o.writer->name, "binary");
+	assert_int_equal(o.nmore, 2);
+	assert_string_equal(o.more_writer[0]->name, "gecko");
+	assert_string_equal(o.more_output[1], "p.svg");
+	assert_int_equal(o.timeline, 1);
+	assert_int_equal(o.gc_state, 1);
+	assert_int_equal(PARSE("-p", "5", "-o", "p.tby", "-o", "p"), 2);
+	assert_one_line("a second -o needs the extension of a format");
 	assert_int_equal(PARSE("top", "--bogus"), 2);
 	assert_one_line("(see tachyon-bpf top --help)");
 }

@@ -628,8 +628,9 @@ static void test_writer_table_formats(void **state)
 	assert_string_equal(writer_default()->name, "collapsed");
 	assert_ptr_equal(writer_for_path("p.gecko.json"), writer_find("gecko"));
 	assert_ptr_equal(writer_for_path("p.trace.json"), writer_find("chrometrace"));
+	assert_ptr_equal(writer_for_path("p.tby"), writer_find("binary"));
 	assert_string_equal(writer_names(),
-			    "collapsed, svg, speedscope, pprof, summary, pstats, heatmap, gecko, chrometrace");
+			    "collapsed, svg, speedscope, pprof, summary, pstats, heatmap, gecko, chrometrace, binary");
 }
 
 /* ---- the time-ordered writers ---- */

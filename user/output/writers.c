@@ -3,6 +3,7 @@
 #include <string.h>
 #include <strings.h>
 #include "output/output.h"
+#include "output/tby.h"
 
 static const struct writer writers[] = {
 	{ .name = "collapsed", .exts = ".folded .collapsed .txt", .write = output_collapsed,
@@ -21,6 +22,9 @@ static const struct writer writers[] = {
 	  .hint = "open it at https://profiler.firefox.com", .timed = 1, .gc_markers = 1 },
 	{ .name = "chrometrace", .exts = ".trace.json", .write = output_chrometrace,
 	  .hint = "open it at https://ui.perfetto.dev or chrome://tracing", .timed = 1 },
+	{ .name = "binary", .exts = ".tby", .write = output_binary,
+	  .hint = "turn it into any format with tachyon-bpf replay FILE -o OUT",
+	  .gc_markers = 1 },
 };
 
 /* py-spy's names for the same formats (py-spy record -f ...). */

@@ -1,0 +1,106 @@
+"""Binary recording (-o prof.tby) and tachyon-bpf replay.
+
+One live run (named_threads.py, wall mode so that off-CPU intervals are in
+the timeline, --timeline) writes the recording and six other formats at
+once (-o given again); replaying the recording must give each of them byte
+for byte, the wall-clock creation times included. Then the recording is
+damaged: a newer format version is refused (exit 2), a file cut inside its
+first chunk or with a flipped byte is refused (exit 1), each with one
+`tachyon-bpf: ...` line and nothing on stdout; a file cut after its first
+chunk (the tables) still replays, with a warning, into the same counts.
+"""
+import os
+import struct
+import subprocess
+
+from common import art_path, binary, check, primary_python, run_profiler, start_workload, timeout
+
+FORMATS = ["folded", "speedscope.json", "pb.gz", "gecko.json", "trace.json", "pstats", "svg"]
+
+
+def _replay(*args):
+    p = subprocess.run([binary(), "replay"] + [str(a) for a in args], capture_output=True,
+                       timeout=60)
+    return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
+
+
+def _read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _variant(data, name):
+    path = art_path(name)
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+def _refused(path, rc_want, words):
+    rc, out, err = _replay(path, "-o", art_path("refused.folded"))
+    lines = err.strip().split("\n")
+    check(rc == rc_want and out == b"" and len(lines) == 1 and lines[0].startswith("tachyon-bpf: ")
+          and words in lines[0],
+          "replay %s: exit %d (want %d), stderr %r (want one line with %r)"
+          % (path, rc, rc_want, err, words))
+
+
+def _check_damaged(tby, live_folded):
+    data = _read(tby)
+    check(data[:5] == b"TBY\x1a\x01", "%s starts %r, not the TBY header" % (tby, data[:8]))
+    _refused(_variant(data[:4] + b"\x02" + data[5:], "newer.tby"), 2, "newer")
+    first = 8 + 12 + struct.unpack("<I", data[12:16])[0]
+    check(first < len(data), "%s: one chunk only (%d bytes): the tables and the ticks "
+          "should be chunks of their own" % (tby, len(data)))
+    _refused(_variant(data[:first - 5], "cut-in-first.tby"), 1, "cut short")
+    flipped = bytearray(data)
+    flipped[first - 7] ^= 0x40
+    _refused(_variant(bytes(flipped), "flipped.tby"), 1, "not a readable recording")
+    _refused(_variant(b"a;b 1\n" * 10, "text.tby"), 1, "not a tachyon-bpf recording")
+    for cut in (first, first + (len(data) - first) // 2):
+        out = art_path("partial.folded")
+        rc, _, err = _replay(_variant(data[:cut], "partial.tby"), "-o", out)
+        check(rc == 0 and "cut short" in err and _read(out) == live_folded,
+              "a recording cut at byte %d of %d (after its tables): exit %d, %r; "
+              "collapsed output %s the live run's"
+              % (cut, len(data), rc, err, "equals" if rc == 0 and _read(out) == live_folded
+                 else "differs from"))
+
+
+@timeout(180)
+def test_replay_byte_for_byte():
+    w = start_workload(primary_python(), "named_threads.py", 60)
+    live = {f: art_path("live." + f) for f in FORMATS}
+    tby = art_path("live.tby")
+    args = ["-m", "wall", "--timeline", "-F", 499, "-d", 2, "-o", tby]
+    for f in FORMATS:
+        args += ["-o", live[f]]
+    try:
+        res = run_profiler(w.pid, args, timeout=40).expect_ok()
+    finally:
+        w.stop()
+    replayed = {f: art_path("replayed." + f) for f in FORMATS}
+    args = [tby]
+    for f in FORMATS:
+        args += ["-o", replayed[f]]
+    rc, out, err = _replay(*args)
+    check(rc == 0 and out == b"", "replay exited %d: %s" % (rc, err))
+    differ = [f for f in FORMATS if _read(live[f]) != _read(replayed[f])]
+    check(not differ, "replayed %s differ from the live run's %s" % (differ, res.where()))
+    samples = sum(int(l.rsplit(b" ", 1)[1]) for l in _read(live["folded"]).splitlines())
+    check(samples >= 500, "only %d samples %s" % (samples, res.where()))
+    print("recording: %d bytes, %d samples, %.2f bytes/sample"
+          % (os.path.getsize(tby), samples, os.path.getsize(tby) / samples))
+    _check_diff(tby, live["folded"])
+    _check_damaged(tby, _read(live["folded"]))
+
+
+def _check_diff(tby, folded):
+    """diff reads a recording as the collapsed stacks of the same run: no change."""
+    p = subprocess.run([binary(), "diff", tby, folded, "-f", "collapsed", "--no-normalize"],
+                       capture_output=True, timeout=60)
+    lines = p.stdout.decode().splitlines()
+    changed = [l for l in lines if l.rsplit(" ", 2)[1] != l.rsplit(" ", 2)[2]]
+    check(p.returncode == 0 and lines and not changed,
+          "diff %s %s: exit %d, %d lines, changed: %s %r"
+          % (tby, folded, p.returncode, len(lines), changed[:3], p.stderr))
