@@ -5,6 +5,7 @@ import os
 import time
 
 import common
+from common import python_independent
 from common import WORKLOADS, art_path, check, run_profiler, timeout
 
 IGNORE_TERM = ("import signal, time, os; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
@@ -44,6 +45,7 @@ def _alive(pid):
 
 
 @timeout(60)
+@python_independent
 def test_command_ended_after_duration(python):
     """-d 2 -- python (sleeping 60 s): the profiler exits after about 2 s,
     with status 0, the profile written, and the command is gone."""

@@ -1,9 +1,11 @@
 """-e: a hardware event this VM lacks falls back to cpu-clock with a warning;
 a software event (page-faults) drives sampling with -c."""
+from common import python_independent
 from common import check, fmt_stacks, run_profiler, start_workload, timeout, total
 
 
 @timeout(40)
+@python_independent
 def test_event_cycles_fallback(python):
     w = start_workload(python, "spinner.py", 60)
     res = run_profiler(w.pid, ["-e", "cycles", "-F", 199, "-d", 2], timeout=30,
@@ -21,6 +23,7 @@ def test_event_cycles_fallback(python):
 
 
 @timeout(40)
+@python_independent
 def test_page_faults_event(python):
     """-e page-faults -c 1: a sample per page fault, taken in the faulting
     thread, with the stack that faulted (faults.py: touch under a 20-deep

@@ -21,6 +21,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 import zlib
 
+from common import python_independent
 from common import (WORKLOADS, art_path, check, chromium, fail, run_profiler, start_workload,
                     timeout)
 
@@ -136,6 +137,7 @@ def _render(svg_path, query):
 
 
 @timeout(150)
+@python_independent
 def test_format_svg(python):
     out = art_path("profile.svg")
     res, written, _ = _profile(python, [], outfile=out)
@@ -185,6 +187,7 @@ UNITS = ("none", "nanoseconds", "microseconds", "milliseconds", "seconds", "byte
 
 
 @timeout(90)
+@python_independent
 def test_format_speedscope(python):
     out = art_path("profile.json")
     res, written, pid = _profile(python, [], outfile=out)
@@ -321,6 +324,7 @@ def pprof_labels(prof, s):
 
 
 @timeout(90)
+@python_independent
 def test_format_pprof(python):
     out = art_path("profile.pb.gz")
     res, written, pid = _profile(python, [], outfile=out)
@@ -392,6 +396,7 @@ ROW = re.compile(r"^ *([\d.]+)% +([\d.]+)% +(\d+) +(\d+)  (.+)$")
 
 
 @timeout(90)
+@python_independent
 def test_format_summary(python):
     res, written, pid = _profile(python, ["--format", "summary"])
     text = res.out.decode("utf-8")

@@ -5,6 +5,7 @@ import signal
 import subprocess
 import time
 
+from common import python_independent
 from common import (art_path, binary, check, check_stats_invariant, fail, fmt_stacks,
                     sigdesc, spawn, start_profiler, start_workload, timeout, total)
 
@@ -45,11 +46,13 @@ def _signal_case(python, sig):
 
 
 @timeout(40)
+@python_independent
 def test_sigint(python):
     _signal_case(python, signal.SIGINT)
 
 
 @timeout(40)
+@python_independent
 def test_sigint_during_start(python):
     """Ctrl-C while the BPF program is still loading: a clean exit (0 with
     what there is, or 1 with a line), never death by the signal."""
@@ -66,11 +69,13 @@ def test_sigint_during_start(python):
 
 
 @timeout(40)
+@python_independent
 def test_sigterm(python):
     _signal_case(python, signal.SIGTERM)
 
 
 @timeout(40)
+@python_independent
 def test_sighup(python):
     _signal_case(python, signal.SIGHUP)
 
@@ -97,6 +102,7 @@ def _clean_exit(rc, err, what):
 
 
 @timeout(40)
+@python_independent
 def test_pipe_head(python):
     """`tachyon-bpf ... | head -1` (a shell pipeline, as users type it)."""
     w = start_workload(python, "threads8.py", 60)
@@ -121,6 +127,7 @@ def test_pipe_head(python):
 
 
 @timeout(40)
+@python_independent
 def test_pipe_closed_early(python):
     """The reader is gone before the profile is written (e.g. `| true`):
     writes fail with EPIPE/SIGPIPE; the profiler must still exit cleanly."""

@@ -8,6 +8,7 @@ import struct
 import subprocess
 
 import common
+from common import python_independent
 from common import WORKLOADS, Workload, check, run_profiler, spawn, start_workload, timeout
 from test_all_python import by_pid, read_tagged, with_roots
 
@@ -46,6 +47,7 @@ def test_loader_started_python_named_by_script(python):
 
 
 @timeout(60)
+@python_independent
 def test_wall_summary_rate(python):
     """A thread asleep 90 % of the time: the rate is its on- and off-CPU
     counts over the duration (about the sampling rate: -F 100 with the tick

@@ -1,5 +1,6 @@
 """Sampling modes: wall (off-CPU time), gil, --kernel, --threads."""
 
+from common import python_independent
 from common import check, fmt_stacks, run_profiler, start_workload, timeout, total
 
 HZ = 100
@@ -62,6 +63,7 @@ def test_gil_mode_only_holders(python):
 
 
 @timeout(60)
+@python_independent
 def test_kernel_stacks_show_syscalls(python):
     w = start_workload(python, "modes.py", "io", 30)
     res = run_profiler(w.pid, ["-F", 499, "-d", 3, "--kernel", "--mode", "wall"],

@@ -5,6 +5,7 @@ threads' own CPU time (time.thread_time, /proc/PID/task/TID/stat)."""
 import json
 import os
 
+from common import python_independent
 from common import (WORKLOADS, art_path, check, check_stats_invariant, fmt_stacks,
                     kernel_hz, primary_python, run_profiler, start_workload, timeout,
                     total)
@@ -36,6 +37,7 @@ def _per_thread(stacks):
 
 
 @timeout(60)
+@python_independent
 def test_tick_rate(python):
     """-F 99 with no -e: the tick, every Nth of HZ, the rate said honestly;
     samples match the target's CPU time at that rate."""
@@ -83,6 +85,7 @@ def test_tick_above_hz_refused():
 
 
 @timeout(40)
+@python_independent
 def test_tick_kernel_stack(python):
     """--kernel with the tick: the interrupt's own frames (hrtimer, tick)
     are not the thread's kernel stack; a user-mode spinner has none."""

@@ -12,6 +12,7 @@ import signal
 import time
 
 import common
+from common import python_independent
 from common import check, fmt_stacks, run_profiler, start_profiler, start_workload, timeout
 from test_all_python import by_pid, wait_profiling, with_roots
 
@@ -85,6 +86,7 @@ def test_wall_blocked_subprocesses(python):
 
 
 @timeout(120)
+@python_independent
 def test_wall_credit_across_compaction(python):
     """A thread that leaves the CPU once sampling is on and sleeps past the
     end of the run (10.5 s), across the 10 s compaction: its sleep is
