@@ -6,6 +6,8 @@ CLANG	?= clang
 BPFTOOL	?= $(shell command -v bpftool || echo /usr/sbin/bpftool)
 CC	?= cc
 PREFIX	?= /usr/local
+# Parallel jobs for the builds `make check` runs itself
+JOBS	?= $(shell nproc)
 DESTDIR	?=
 ARCH	:= $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 
@@ -116,7 +118,7 @@ integration: tachyon-bpf $(TEST_PROGS)
 check: deps
 	@scripts/real-pythons.sh >/dev/null
 	@scripts/speedscope.sh >/dev/null
-	@$(MAKE) --no-print-directory all $(UNIT_BIN) $(TEST_PROGS)
+	@$(MAKE) --no-print-directory -j$(JOBS) all $(UNIT_BIN) $(TEST_PROGS)
 	@scripts/run-tests.sh $(UNIT_BIN)
 
 # Every parametrised integration test on 3.8 to 3.10 (pyenv's and Debian 11's

@@ -25,7 +25,7 @@ done
 # include paths and warnings (a command-line CFLAGS would replace them).
 echo "sanitize: building into $out/ with $flags"
 mkdir -p "$out"
-if ! CFLAGS="$flags" make --no-print-directory OUT="$out" CC=clang \
+if ! CFLAGS="$flags" make --no-print-directory -j"$(nproc)" OUT="$out" CC=clang \
 	"$out/tachyon-bpf" "${units[@]}" >"$out/build.log" 2>&1 ||
    ! make --no-print-directory build/tests/fakepy build/tests/scribbler >>"$out/build.log" 2>&1; then
 	tail -30 "$out/build.log"
