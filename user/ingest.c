@@ -62,6 +62,7 @@ struct ingest {
 	struct pend_sample *pend;	/* samples waiting for their stack */
 	size_t npend, pend_cap;
 	struct kstack_namer kstacks;	/* --kernel frame names */
+	struct native native;		/* --native frame names */
 	struct exc_types exc;		/* --mode exception's type names */
 	struct ingest_counts cnt;
 	/* --timeline */
@@ -95,7 +96,7 @@ struct ingest *ingest_new(const struct options *o, struct sampler *sampler, stru
 	    hmap_init(&in->limbo, sizeof(uint64_t)) ||
 	    hmap_init(&in->rows, sizeof(struct agg_key)) ||
 	    hmap_init(&in->tl_names, sizeof(struct thread_key)) ||
-	    exc_types_init(&in->exc)) {
+	    exc_types_init(&in->exc) || (o->native && native_init(&in->native))) {
 		ingest_free(in);
 		errno = ENOMEM;
 		return NULL;
@@ -124,6 +125,7 @@ void ingest_free(struct ingest *in)
 	symbols_free(&in->sym);
 	profile_free(&in->prof);
 	ksyms_free(&in->kstacks.ksyms);
+	native_free(&in->native);
 	exc_types_free(&in->exc);
 	free(in->pend);
 	free(in);
@@ -587,6 +589,25 @@ static void add_sample(struct ingest *in, uint32_t pid, uint32_t tid, uint64_t s
 }
 
 /*
+ * --native: the stack's native frames, named and merged with its Python
+ * frames now, while the process (its mappings) is surely there.
+ */
+static void merge_native(struct ingest *in, const struct tb_stack *rec)
+{
+	uint64_t ips[TB_USTACK_DEPTH];
+	struct native_plan *plan;
+	int n;
+
+	n = sampler_ustack(in->sampler, rec->ustack, ips, TB_USTACK_DEPTH);
+	plan = native_merge(&in->native, rec->pid, ips, n, rec->frames, rec->depth);
+	if (!plan) {
+		tb_warn("out of memory: a stack keeps its Python frames only");
+		return;
+	}
+	profile_set_native(&in->prof, rec->stack_id, plan);
+}
+
+/*
  * Read a new stack's code objects right away: its samples may be counted
  * in the kernel for a while, and a short-lived code object can be gone by
  * the time they are read.
@@ -594,10 +615,13 @@ static void add_sample(struct ingest *in, uint32_t pid, uint32_t tid, uint64_t s
 static void new_stack(struct ingest *in, const struct tb_stack *rec)
 {
 	struct target *t = targets_by_pid(in->ts, rec->pid);
+	const struct stack_frames *sf = profile_stack(&in->prof, rec->stack_id);
 
-	if (!t)
+	if (!t || !sf)
 		return;
-	symbols_resolve(&in->sym, t, rec->frames, rec->depth);
+	symbols_resolve(&in->sym, t, sf->frames, sf->depth);
+	if (in->opt->native)
+		merge_native(in, rec);
 	if (rec->exc_type && exc_types_learn(&in->exc, t, rec->exc_type))
 		tb_warn("out of memory: an exception type stays unnamed");
 }

@@ -35,6 +35,7 @@ struct sampler_opts {
 	int follow_forks;
 	enum tb_mode mode;
 	int kernel_stacks;	/* --kernel: capture kernel stacks */
+	int native_stacks;	/* --native: capture user stacks (frame pointers) */
 	int report_all_exec;	/* --all-python: every exec is news */
 	int read_status;	/* read GIL and GC state in every sample */
 	int timeline;		/* every sample a timed record, none counted in the kernel */
@@ -96,6 +97,8 @@ void sampler_forget_stacks(struct sampler *s, const uint64_t *ids, size_t n);
 void sampler_forget_all_stacks(struct sampler *s);
 /* Kernel stack `id` into ips (up to max); returns the number of frames. */
 int sampler_kstack(struct sampler *s, int32_t id, uint64_t *ips, int max);
+/* --native: user stack `id` into ips (up to max), leaf first; the count. */
+int sampler_ustack(struct sampler *s, int32_t id, uint64_t *ips, int max);
 /* Wall mode: threads still off CPU at `now` (sampler_now_ns()), credited up to it. */
 struct offcpu_left {
 	uint32_t pid, tid, flags;
