@@ -640,16 +640,6 @@ struct native_plan *native_merge(struct native *nt, uint32_t pid, const uint64_t
 	if (!p)
 		return NULL;
 	p->n = 0;
-	if (getenv("TB_NATIVE_DEBUG")) {
-		int interp, eval;
-		fprintf(stderr, "segs %d depth %u nips %d\n", segs, depth, nips);
-		for (int i = 0; i < nips; i++) {
-			const char *nm = frame_name(nt, pid, ips[i], &interp, &eval);
-			fprintf(stderr, "  %llx %s %d %d\n", (unsigned long long)ips[i], nm ? nm : "?", interp, eval);
-		}
-		for (uint32_t i = 0; i < depth; i++)
-			fprintf(stderr, "  py %llx\n", (unsigned long long)py[i].code);
-	}
 	p->matched = segs > 0 && !splice_frames(nt, pid, ips, nips, py, depth, segs, p);
 	if (p->matched) {
 		nt->merged++;
