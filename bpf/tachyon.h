@@ -36,7 +36,8 @@
 #define TB_NO_OWNER		0xff
 /* Kernel stack frames kept per sample (the `kstacks` map's value: ips). */
 #define TB_KSTACK_DEPTH		127
-/* --native: user stack frames kept per sample (the `ustacks` map's value). */
+/* --native: user stack frames kept per sample (after the stack record's
+ * Python frames). */
 #define TB_USTACK_DEPTH		127
 /*
  * --native: bit 0 of a recorded frame's code address (code objects are
@@ -307,12 +308,13 @@ struct tb_stack {
 	__u64 stack_id;
 	__u32 pid;		/* the process whose sample sent it: its code objects
 				 * are read now, while they are surely alive */
-	__s32 ustack;		/* --native: user stack id in `ustacks` (part of the
-				 * stack id), or < 0: none */
+	/* --native: how many user stack addresses (leaf first, u64) follow
+	 * the `depth` frames (they are part of the stack id); < 0: none */
+	__s32 ustack;
 	/* --mode exception: the type object of the exception in flight
 	 * (part of the stack id), 0 otherwise */
 	__u64 exc_type;
-	struct tb_frame frames[TB_MAX_DEPTH]; /* leaf first */
+	struct tb_frame frames[TB_MAX_DEPTH]; /* leaf first, then --native's addresses */
 };
 
 #define TB_STACK_HDR_SIZE	32

@@ -236,8 +236,6 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 	}
 	if (o->kernel_stacks)
 		bpf_map__set_max_entries(s->skel->maps.kstacks, 16384);
-	if (o->native_stacks)
-		bpf_map__set_max_entries(s->skel->maps.ustacks, 16384);
 	/* LRU maps are preallocated whole: the off-CPU table (65536 threads,
 	 * a few MiB) only where wall mode uses it. */
 	if (o->mode != TB_MODE_WALL)
@@ -652,20 +650,6 @@ int sampler_kstack(struct sampler *s, int32_t id, uint64_t *ips, int max)
 					   buf, sizeof(buf), 0))
 		return 0;
 	for (n = 0; n < TB_KSTACK_DEPTH && n < max && buf[n]; n++)
-		ips[n] = buf[n];
-	return n;
-}
-
-int sampler_ustack(struct sampler *s, int32_t id, uint64_t *ips, int max)
-{
-	uint64_t buf[TB_USTACK_DEPTH] = {};
-	__u32 key = (__u32)id;
-	int n;
-
-	if (id < 0 || bpf_map__lookup_elem(s->skel->maps.ustacks, &key, sizeof(key),
-					   buf, sizeof(buf), 0))
-		return 0;
-	for (n = 0; n < TB_USTACK_DEPTH && n < max && buf[n]; n++)
 		ips[n] = buf[n];
 	return n;
 }

@@ -97,8 +97,6 @@ void sampler_forget_stacks(struct sampler *s, const uint64_t *ids, size_t n);
 void sampler_forget_all_stacks(struct sampler *s);
 /* Kernel stack `id` into ips (up to max); returns the number of frames. */
 int sampler_kstack(struct sampler *s, int32_t id, uint64_t *ips, int max);
-/* --native: user stack `id` into ips (up to max), leaf first; the count. */
-int sampler_ustack(struct sampler *s, int32_t id, uint64_t *ips, int max);
 /* Wall mode: threads still off CPU at `now` (sampler_now_ns()), credited up to it. */
 struct offcpu_left {
 	uint32_t pid, tid, flags;
