@@ -53,10 +53,9 @@ int native_init(struct native *nt)
 {
 	memset(nt, 0, sizeof(*nt));
 	elf_version(EV_CURRENT);
-	if (hmap_init(&nt->elves, ELF_KEY))
-		return -ENOMEM;
-	if (hmap_init(&nt->procs, sizeof(uint32_t))) {
-		hmap_free(&nt->elves);
+	if (hmap_init(&nt->elves, ELF_KEY) || hmap_init(&nt->files, ELF_KEY) ||
+	    hmap_init(&nt->procs, sizeof(uint32_t))) {
+		native_free(nt);
 		return -ENOMEM;
 	}
 	return 0;
@@ -88,6 +87,7 @@ static void free_proc(void *p)
 void native_free(struct native *nt)
 {
 	hmap_free_values(&nt->elves, free_elf);
+	hmap_free(&nt->files);
 	hmap_free_values(&nt->procs, free_proc);
 }
 
@@ -314,7 +314,7 @@ static struct nelf *load_elf(int fd, const char *path, const struct elf_ids *ids
 		free(e);
 		return NULL;
 	}
-	snprintf(e->base, sizeof(e->base), "%s", base ? base + 1 : path);
+	snprintf(e->base, sizeof(e->base), "%.63s", base ? base + 1 : path);
 	if (read_loads(fd, e) || read_sections(fd, e, &cap, NULL)) {
 		free_elf(e);
 		return NULL;
@@ -324,15 +324,22 @@ static struct nelf *load_elf(int fd, const char *path, const struct elf_ids *ids
 	return e;
 }
 
-/* The cache key of an ELF: its build id, else its path and inode. */
-static void elf_key(char key[ELF_KEY], const struct elf_ids *ids, const struct proc_map *m)
+/* The cache key of a mapped file: its inode, device and path. */
+static void file_key(char key[ELF_KEY], const struct proc_map *m)
 {
 	memset(key, 0, ELF_KEY);
-	if (ids->build_id[0])
+	snprintf(key, ELF_KEY, "i:%" PRIx64 ":%x:%x:%016" PRIx64, m->inode, m->dev_major,
+		 m->dev_minor, hash_bytes(m->path, strlen(m->path)));
+}
+
+/* The cache key of an ELF: its build id, else its file's key. */
+static void elf_key(char key[ELF_KEY], const struct elf_ids *ids, const struct proc_map *m)
+{
+	file_key(key, m);
+	if (ids->build_id[0]) {
+		memset(key, 0, ELF_KEY);
 		snprintf(key, ELF_KEY, "b:%s", ids->build_id);
-	else
-		snprintf(key, ELF_KEY, "i:%" PRIx64 ":%x:%x:%016" PRIx64, m->inode, m->dev_major,
-			 m->dev_minor, hash_bytes(m->path, strlen(m->path)));
+	}
 }
 
 /* Open a mapping's file as the process sees it. */
@@ -349,16 +356,21 @@ static int open_mapped(uint32_t pid, const struct proc_map *m)
 	return open(p, O_RDONLY | O_CLOEXEC);
 }
 
-/* The ELF of a mapping, read once per build id (NULL: none readable). */
+/* The ELF of a mapping, read once per build id (NULL: none readable); a
+ * file seen before is not opened again. */
 static struct nelf *elf_of(struct native *nt, uint32_t pid, const struct proc_map *m)
 {
+	char key[ELF_KEY], fkey[ELF_KEY];
 	struct elf_ids ids = {};
-	char key[ELF_KEY];
 	size_t cap = 0;
 	struct nelf probe = {};
-	void **slot;
+	void **slot, **fslot;
 	int fd, added;
 
+	file_key(fkey, m);
+	fslot = hmap_get(&nt->files, fkey);
+	if (fslot)
+		return *fslot;
 	fd = open_mapped(pid, m);
 	if (fd < 0)
 		return NULL;
@@ -372,7 +384,12 @@ static struct nelf *elf_of(struct native *nt, uint32_t pid, const struct proc_ma
 	if (slot && added)
 		*slot = load_elf(fd, m->path, &ids);
 	close(fd);
-	return slot ? *slot : NULL;
+	if (!slot)
+		return NULL;
+	fslot = hmap_put(&nt->files, fkey, &added);
+	if (fslot)
+		*fslot = *slot;
+	return *slot;
 }
 
 /* ---- Processes ---------------------------------------------------------- */
