@@ -541,13 +541,6 @@ static const char *frame_name(struct native *nt, uint32_t pid, uint64_t ip, int 
 	return name_in_elf(m->elf, vaddr, off);
 }
 
-const char *native_name(struct native *nt, uint32_t pid, uint64_t ip)
-{
-	int interp, eval;
-
-	return frame_name(nt, pid, ip, &interp, &eval);
-}
-
 /* ---- The merge ---------------------------------------------------------- */
 
 /* Python frames by eval invocation: how many invocations, or -1 if the

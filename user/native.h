@@ -62,7 +62,5 @@ void native_forget(struct native *nt, uint32_t pid);
  */
 struct native_plan *native_merge(struct native *nt, uint32_t pid, const uint64_t *ips,
 				 int nips, const struct tb_frame *py, uint32_t depth);
-/* The name of one native address of pid ("fn [lib]"); NULL if unmapped. */
-const char *native_name(struct native *nt, uint32_t pid, uint64_t ip);
 
 #endif
