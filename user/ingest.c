@@ -608,6 +608,10 @@ static void merge_native(struct ingest *in, const struct tb_stack *rec, size_t s
 		tb_warn("out of memory: a stack keeps its Python frames only");
 		return;
 	}
+	if (plan->matched)
+		in->cnt.native_merged++;
+	else
+		in->cnt.native_unmatched++;
 	profile_set_native(&in->prof, rec->stack_id, plan);
 }
 

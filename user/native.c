@@ -651,12 +651,8 @@ struct native_plan *native_merge(struct native *nt, uint32_t pid, const uint64_t
 		return NULL;
 	p->n = 0;
 	p->matched = segs > 0 && !splice_frames(nt, pid, ips, nips, py, depth, segs, p);
-	if (p->matched) {
-		nt->merged++;
-	} else {
-		nt->unmatched++;
+	if (!p->matched)
 		unmatched(nt, pid, ips, nips, depth, p);
-	}
 	reverse(p);
 	return p;
 }

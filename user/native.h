@@ -44,8 +44,6 @@ struct native {
 	struct hmap elves;	/* build id (else file) key -> struct nelf *, owned */
 	struct hmap files;	/* file key (inode, device, path) -> struct nelf * */
 	struct hmap procs;	/* pid -> struct nproc * */
-	uint64_t unmatched;	/* stacks kept unmatched (for --stats) */
-	uint64_t merged;	/* stacks merged */
 };
 
 #define NATIVE_UNMATCHED	"[native unmatched]"

@@ -38,6 +38,8 @@ struct ingest_counts {
 	uint64_t offcpu_seeded;		/* threads found blocked, credited from the start */
 	uint64_t compactions;		/* live profiles folded (bounded memory) */
 	uint64_t timeline_lost;		/* --timeline: samples counted but not timed (no memory) */
+	uint64_t native_merged;		/* --native: stacks whose native frames were merged */
+	uint64_t native_unmatched;	/* ... kept unmatched, marked */
 };
 
 struct session_stats {
