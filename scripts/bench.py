@@ -125,6 +125,21 @@ SID_BIN = os.path.join(os.environ.get("TB_CACHE", os.path.expanduser("~/.cache/t
                        "debian-sid", "root", "usr", "bin")
 
 
+def paired_medians(py, script, arg, variants, seconds, rounds):
+    """{name: median BPF ns per run} of each (name, extra options) variant,
+    one `script arg` per CPU, the variants back to back `rounds` times."""
+    runs = {name: [] for name, _ in variants}
+    for _ in range(rounds):
+        for name, extra in variants:
+            ws = [start(py, script, arg) for _ in range(NCPUS)]
+            try:
+                st, _ = profile(",".join(str(w.pid) for w in ws), 999, seconds, extra)
+            finally:
+                stop(ws)
+            runs[name].append(st["bpf_ns_per_run"])
+    return {k: statistics.median(v) for k, v in runs.items()}
+
+
 def async_table(out, seconds=3, rounds=3):
     """BPF ns per sample with and without --async-aware, one task-running
     spinner per CPU, the two runs back to back, `rounds` times per
@@ -143,16 +158,8 @@ def async_table(out, seconds=3, rounds=3):
             if not os.path.exists(py):
                 print("%-10s (missing: run scripts/real-pythons.sh)" % ("sid-" + v))
                 continue
-            runs = {"plain": [], "async": []}
-            for _ in range(rounds):
-                for name, extra in (("plain", ()), ("async", ("--async-aware",))):
-                    ws = [start(py, script, 30) for _ in range(NCPUS)]
-                    try:
-                        st, _ = profile(",".join(str(w.pid) for w in ws), 999, seconds, extra)
-                    finally:
-                        stop(ws)
-                    runs[name].append(st["bpf_ns_per_run"])
-            cells = {k: statistics.median(v) for k, v in runs.items()}
+            cells = paired_medians(py, script, 30, (("plain", ()), ("async", ("--async-aware",))),
+                                   seconds, rounds)
             rows.append({"python": "sid-" + v, "depth": 30, "plain_ns": cells["plain"],
                          "async_ns": cells["async"]})
             print("%-10s %16.0f %16.0f %+9.0f" % ("sid-" + v, cells["plain"], cells["async"],
@@ -193,19 +200,11 @@ def native_table(out, seconds=3, rounds=3):
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(NATIVE_WORKLOAD)
         script = f.name
-    runs = {"plain": [], "native": []}
     try:
-        for _ in range(rounds):
-            for name, extra in (("plain", ()), ("native", ("--native",))):
-                ws = [start(py, script, 26) for _ in range(NCPUS)]
-                try:
-                    st, _ = profile(",".join(str(w.pid) for w in ws), 999, seconds, extra)
-                finally:
-                    stop(ws)
-                runs[name].append(st["bpf_ns_per_run"])
+        cells = paired_medians(py, script, 26, (("plain", ()), ("native", ("--native",))),
+                               seconds, rounds)
     finally:
         os.unlink(script)
-    cells = {k: statistics.median(v) for k, v in runs.items()}
     print("%-10s %12s %12s %10s   target: <= 500 more" % ("python", "plain", "--native", "extra"))
     print("%-10s %12.0f %12.0f %+9.0f" % ("sid-3.15", cells["plain"], cells["native"],
                                           cells["native"] - cells["plain"]))

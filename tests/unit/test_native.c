@@ -33,17 +33,18 @@ int machinery(int x)
 
 #define IN(fn) ((uint64_t)(uintptr_t)(fn) + 4)	/* past the first instruction */
 
+/* Leaf first: "ext" (libc's qsort), eval, machinery, eval. */
+static const uint64_t ips[] = { IN(qsort), IN(_PyEval_EvalFrameDefault), IN(machinery),
+				IN(_PyEval_EvalFrameDefault) };
+
 static struct tb_frame py(uint64_t code, int entry)
 {
 	return (struct tb_frame){ .code = code | (entry ? TB_CODE_ENTRY : 0), .instr = 1 };
 }
 
-/* Leaf first: "ext" (libc's qsort), eval, machinery, eval. Two
- * invocations: [A] and [B, C]. Merged root first: C, B, A, qsort. */
+/* Two invocations: [A] and [B, C]. Merged root first: C, B, A, qsort. */
 static void test_merged(void **state)
 {
-	uint64_t ips[] = { IN(qsort), IN(_PyEval_EvalFrameDefault), IN(machinery),
-			   IN(_PyEval_EvalFrameDefault) };
 	struct tb_frame f[] = { py(0x1000, 1), py(0x2000, 0), py(0x3000, 1) };
 	struct native nt;
 	struct native_plan *p;
@@ -68,8 +69,6 @@ static void test_merged(void **state)
  * the marker, the leaf native frame. */
 static void test_unmatched(void **state)
 {
-	uint64_t ips[] = { IN(qsort), IN(_PyEval_EvalFrameDefault), IN(machinery),
-			   IN(_PyEval_EvalFrameDefault) };
 	struct tb_frame f[] = { py(0x1000, 1), py(0x2000, 1), py(0x3000, 1) };
 	struct tb_frame partial[] = { py(0x1000, 1), py(0x2000, 0) };
 	struct native nt;
