@@ -189,10 +189,10 @@ down(int(sys.argv[1]), 2000)
 
 def native_table(out, seconds=3, rounds=3):
     """BPF ns per sample with and without --native on Debian's 3.15 (frame
-    pointers): Python depth 30, three map() levels below it, about 20 native
+    pointers): Python depth 30, three map() levels below it, about 30 native
     frames to unwind; median of `rounds` back-to-back pairs."""
     py = os.path.join(SID_BIN, "python3.15-host")
-    print("\nBPF ns per sample, -F 999, every CPU busy, sid-3.15 at depth 30 with ~20 native"
+    print("\nBPF ns per sample, -F 999, every CPU busy, sid-3.15 at depth 30 with ~30 native"
           " frames: kernel run-time stats, median of %d rounds" % rounds)
     if not os.path.exists(py):
         print("sid-3.15 missing: run scripts/real-pythons.sh")
