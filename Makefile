@@ -15,7 +15,7 @@ CFLAGS	?= -O2 -g
 CFLAGS	+= -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iuser -Ibpf -I$(OUT)
 LDLIBS	+= $(shell pkg-config --libs libbpf libelf zlib 2>/dev/null || echo -lbpf -lelf -lz)
 LDLIBS	+= $(shell pkg-config --libs ncursesw libcurl 2>/dev/null || echo -lncursesw -ltinfo -lcurl)
-LDLIBS	+= -lm
+LDLIBS	+= -lm -lstdc++
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	-I$(OUT) -Ibpf -idirafter /usr/include/$(shell uname -m)-linux-gnu
 

@@ -41,6 +41,15 @@
 #define TB_NO_OWNER		0xff
 /* Kernel stack frames kept per sample (the `kstacks` map's value: ips). */
 #define TB_KSTACK_DEPTH		127
+/* --native: user stack frames kept per sample (after the stack record's
+ * Python frames). */
+#define TB_USTACK_DEPTH		127
+/*
+ * --native: bit 0 of a recorded frame's code address (code objects are
+ * aligned) marks the first frame of an eval invocation, the one a native
+ * _PyEval_EvalFrameDefault frame stands for; the bit joins the stack id.
+ */
+#define TB_CODE_ENTRY		1ULL
 
 /*
  * Version behaviours the walk rules (bpf/pywalk.h) branch on, set by
@@ -304,11 +313,13 @@ struct tb_stack {
 	__u64 stack_id;
 	__u32 pid;		/* the process whose sample sent it: its code objects
 				 * are read now, while they are surely alive */
-	__u32 pad;
+	/* --native: how many user stack addresses (leaf first, u64) follow
+	 * the `depth` frames (they are part of the stack id); < 0: none */
+	__s32 ustack;
 	/* --mode exception: the type object of the exception in flight
 	 * (part of the stack id), 0 otherwise */
 	__u64 exc_type;
-	struct tb_frame frames[TB_MAX_DEPTH]; /* leaf first */
+	struct tb_frame frames[TB_MAX_DEPTH]; /* leaf first, then --native's addresses */
 };
 
 #define TB_STACK_HDR_SIZE	32
@@ -433,6 +444,7 @@ enum tb_counter {
 	TB_C_AGGREGATED,	/* samples counted in the `counts` map, not pushed */
 	TB_C_FRAMES,		/* Python frames walked (recorded) */
 	TB_C_CODE_MEMO,		/* ... whose code object was not read: fingerprint from the last walk */
+	TB_C_USTACK_ERR,	/* --native: user stack not captured */
 	TB_NR_COUNTERS,
 };
 
@@ -479,6 +491,7 @@ TB_ABI_OFF(struct tb_proc, comm, 28);
 TB_ABI_OFF(struct tb_stack, depth, 4);
 TB_ABI_OFF(struct tb_stack, stack_id, 8);
 TB_ABI_OFF(struct tb_stack, pid, 16);
+TB_ABI_OFF(struct tb_stack, ustack, 20);
 TB_ABI_OFF(struct tb_stack, exc_type, 24);
 TB_ABI_OFF(struct tb_stack, frames, TB_STACK_HDR_SIZE);
 TB_ABI_SIZE(struct tb_stack, TB_STACK_HDR_SIZE + TB_MAX_DEPTH * 16);

@@ -125,6 +125,21 @@ SID_BIN = os.path.join(os.environ.get("TB_CACHE", os.path.expanduser("~/.cache/t
                        "debian-sid", "root", "usr", "bin")
 
 
+def paired_medians(py, script, arg, variants, seconds, rounds):
+    """{name: median BPF ns per run} of each (name, extra options) variant,
+    one `script arg` per CPU, the variants back to back `rounds` times."""
+    runs = {name: [] for name, _ in variants}
+    for _ in range(rounds):
+        for name, extra in variants:
+            ws = [start(py, script, arg) for _ in range(NCPUS)]
+            try:
+                st, _ = profile(",".join(str(w.pid) for w in ws), 999, seconds, extra)
+            finally:
+                stop(ws)
+            runs[name].append(st["bpf_ns_per_run"])
+    return {k: statistics.median(v) for k, v in runs.items()}
+
+
 def async_table(out, seconds=3, rounds=3):
     """BPF ns per sample with and without --async-aware, one task-running
     spinner per CPU, the two runs back to back, `rounds` times per
@@ -143,16 +158,8 @@ def async_table(out, seconds=3, rounds=3):
             if not os.path.exists(py):
                 print("%-10s (missing: run scripts/real-pythons.sh)" % ("sid-" + v))
                 continue
-            runs = {"plain": [], "async": []}
-            for _ in range(rounds):
-                for name, extra in (("plain", ()), ("async", ("--async-aware",))):
-                    ws = [start(py, script, 30) for _ in range(NCPUS)]
-                    try:
-                        st, _ = profile(",".join(str(w.pid) for w in ws), 999, seconds, extra)
-                    finally:
-                        stop(ws)
-                    runs[name].append(st["bpf_ns_per_run"])
-            cells = {k: statistics.median(v) for k, v in runs.items()}
+            cells = paired_medians(py, script, 30, (("plain", ()), ("async", ("--async-aware",))),
+                                   seconds, rounds)
             rows.append({"python": "sid-" + v, "depth": 30, "plain_ns": cells["plain"],
                          "async_ns": cells["async"]})
             print("%-10s %16.0f %16.0f %+9.0f" % ("sid-" + v, cells["plain"], cells["async"],
@@ -160,6 +167,49 @@ def async_table(out, seconds=3, rounds=3):
     finally:
         os.unlink(script)
     out["async"] = rows
+
+
+NATIVE_WORKLOAD = r'''
+import sys
+def spin(n):
+    x = 0
+    for i in range(n):
+        x += i
+def level(d, n):
+    if d == 0:
+        while True:
+            spin(n)
+    return list(map(level, [d - 1], [n]))
+def down(d, n):
+    return level(3, n) if d == 0 else down(d - 1, n)
+print("READY", flush=True)
+down(int(sys.argv[1]), 2000)
+'''
+
+
+def native_table(out, seconds=3, rounds=3):
+    """BPF ns per sample with and without --native on Debian's 3.15 (frame
+    pointers): Python depth 30, three map() levels below it, about 30 native
+    frames to unwind; median of `rounds` back-to-back pairs."""
+    py = os.path.join(SID_BIN, "python3.15-host")
+    print("\nBPF ns per sample, -F 999, every CPU busy, sid-3.15 at depth 30 with ~30 native"
+          " frames: kernel run-time stats, median of %d rounds" % rounds)
+    if not os.path.exists(py):
+        print("sid-3.15 missing: run scripts/real-pythons.sh")
+        return
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(NATIVE_WORKLOAD)
+        script = f.name
+    try:
+        cells = paired_medians(py, script, 26, (("plain", ()), ("native", ("--native",))),
+                               seconds, rounds)
+    finally:
+        os.unlink(script)
+    print("%-10s %12s %12s %10s   target: <= 500 more" % ("python", "plain", "--native", "extra"))
+    print("%-10s %12.0f %12.0f %+9.0f" % ("sid-3.15", cells["plain"], cells["native"],
+                                          cells["native"] - cells["plain"]))
+    out["native"] = {"python": "sid-3.15", "plain_ns": cells["plain"],
+                     "native_ns": cells["native"]}
 
 
 def interpreters():
@@ -565,6 +615,9 @@ def main():
     if sys.argv[1:] == ["async"]:       # the --async-aware table alone
         async_table({})
         return
+    if sys.argv[1:] == ["native"]:      # the --native table alone
+        native_table({})
+        return
     name, py = default_python()
     if sys.argv[1:] == ["timeline"]:    # timeline vs counted alone
         with tempfile.NamedTemporaryFile("w", suffix=".py") as f:
@@ -652,6 +705,7 @@ def main():
 
         if os.environ.get("TB_BENCH_ASYNC", "1") != "0":
             async_table(out)
+        native_table(out)
 
         app_table(out)
 

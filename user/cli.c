@@ -37,7 +37,7 @@ enum {
 	OPT_IDLE,		/* py-spy's names */
 	OPT_GIL,
 	OPT_NONBLOCKING,
-	OPT_NATIVE,		/* py-spy options without an equivalent yet */
+	OPT_NATIVE,		/* py-spy's -n: native frames */
 	/* issue 16: frame lines, dump formats */
 	OPT_FUNCTION,
 	OPT_NOLINENO,
@@ -114,6 +114,8 @@ static const char usage_text[] =
 "      --gc                 a '<GC>' leaf frame on samples taken during a\n"
 "                           garbage collection\n"
 "      --kernel             the kernel stack under the Python leaf ('fn [k]')\n"
+"  -n, --native             native (C) frames merged with the Python ones:\n"
+"                           'fn [libz.so.1]' (frame-pointer unwinding)\n"
 "      --full-filenames     full source paths instead of short ones\n"
 "      --function           one frame per function, not per line:\n"
 "                           'qualname (file:firstline)'\n"
@@ -663,6 +665,9 @@ static int parse_flag(int c, struct options *o)
 	case OPT_KERNEL:
 		o->kernel = 1;
 		return 0;
+	case OPT_NATIVE:
+		o->native = 1;
+		return 0;
 	case OPT_NO_FALLBACK:
 		o->no_fallback = 1;
 		return 0;
@@ -969,8 +974,8 @@ static int early_option(int c, char **argv, const struct options *o)
 		bad_option(argv, c, o->command);
 		return TB_EXIT_USAGE;
 	}
-	if (c == OPT_NATIVE) {
-		tb_error("--native: native (C) frames are not implemented yet: stacks hold the Python frames only (--kernel adds the kernel stack under them)");
+	if (c == OPT_NATIVE && o->command == CMD_DUMP) {
+		tb_error("--native: dump reads Python frames only (use tachyon-bpf record --native for native frames)");
 		return TB_EXIT_USAGE;
 	}
 	if (!command_takes(o->command, c)) {

@@ -294,7 +294,7 @@ int dump_stack(const struct target *t, uint64_t tstate, struct tb_stack *rec, ui
 	rec->depth = st.depth;
 	rec->stack_id = st.id;	/* the id the BPF side gives the same frames */
 	rec->pid = (uint32_t)t->pid;
-	rec->pad = 0;
+	rec->ustack = -1;
 	rec->exc_type = 0;
 	memcpy(rec->frames, st.frames, st.depth * sizeof(st.frames[0]));
 	return 0;

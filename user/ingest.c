@@ -63,6 +63,7 @@ struct ingest {
 	struct pend_sample *pend;	/* samples waiting for their stack */
 	size_t npend, pend_cap;
 	struct kstack_namer kstacks;	/* --kernel frame names */
+	struct native native;		/* --native frame names */
 	struct exc_types exc;		/* --mode exception's type names */
 	struct ingest_counts cnt;
 	struct async_waits *aw;		/* --async-aware wall mode: tasks waiting off CPU */
@@ -77,7 +78,7 @@ struct ingest {
 static const char *thread_name(void *ctx, uint32_t target, uint32_t tid);
 static int kernel_frames(void *ctx, int32_t kstack, const char **names, int max);
 static const char *exc_name(void *ctx, uint32_t target, uint64_t type);
-static void new_stack(struct ingest *in, const struct tb_stack *rec);
+static void new_stack(struct ingest *in, const struct tb_stack *rec, size_t size);
 static void add_sample(struct ingest *in, uint32_t pid, uint32_t tid, uint64_t stack_id,
 		       uint32_t flags, int32_t kstack, uint64_t weight,
 		       const struct tb_timed *when);
@@ -97,7 +98,7 @@ struct ingest *ingest_new(const struct options *o, struct sampler *sampler, stru
 	    hmap_init(&in->limbo, sizeof(uint64_t)) ||
 	    hmap_init(&in->rows, sizeof(struct agg_key)) ||
 	    hmap_init(&in->tl_names, sizeof(struct thread_key)) ||
-	    exc_types_init(&in->exc)) {
+	    exc_types_init(&in->exc) || (o->native && native_init(&in->native))) {
 		ingest_free(in);
 		errno = ENOMEM;
 		return NULL;
@@ -133,6 +134,7 @@ void ingest_free(struct ingest *in)
 	symbols_free(&in->sym);
 	profile_free(&in->prof);
 	ksyms_free(&in->kstacks.ksyms);
+	native_free(&in->native);
 	exc_types_free(&in->exc);
 	free(in->pend);
 	free(in);
@@ -184,7 +186,7 @@ void ingest_seed_offcpu(struct ingest *in, struct target *t, uint64_t since)
 			continue;
 		if (profile_add_stack(&in->prof, &rec, TB_STACK_HDR_SIZE +
 				      rec.depth * sizeof(rec.frames[0])) > 0) {
-			new_stack(in, &rec);
+			new_stack(in, &rec, TB_STACK_HDR_SIZE + rec.depth * sizeof(rec.frames[0]));
 			hmap_put(&in->limbo, &rec.stack_id, NULL);	/* no sample uses it yet */
 		}
 		if (sampler_offcpu_seed(in->sampler, (uint32_t)t->pid, (uint32_t)th[i].tid,
@@ -596,17 +598,47 @@ static void add_sample(struct ingest *in, uint32_t pid, uint32_t tid, uint64_t s
 }
 
 /*
+ * --native: the stack's native frames, named and merged with its Python
+ * frames now, while the process (its mappings) is surely there.
+ */
+static void merge_native(struct ingest *in, const struct tb_stack *rec, size_t size)
+{
+	uint64_t ips[TB_USTACK_DEPTH];
+	struct native_plan *plan;
+	size_t at = TB_STACK_HDR_SIZE + (size_t)rec->depth * sizeof(struct tb_frame);
+	int n = rec->ustack;
+
+	/* The addresses follow the Python frames (not aligned for us: copied). */
+	if (n < 0 || n > TB_USTACK_DEPTH || size < at + (size_t)n * sizeof(ips[0]))
+		n = 0;
+	memcpy(ips, (const uint8_t *)rec + at, (size_t)n * sizeof(ips[0]));
+	plan = native_merge(&in->native, rec->pid, ips, n, rec->frames, rec->depth);
+	if (!plan) {
+		tb_warn("out of memory: a stack keeps its Python frames only");
+		return;
+	}
+	if (plan->matched)
+		in->cnt.native_merged++;
+	else
+		in->cnt.native_unmatched++;
+	profile_set_native(&in->prof, rec->stack_id, plan);
+}
+
+/*
  * Read a new stack's code objects right away: its samples may be counted
  * in the kernel for a while, and a short-lived code object can be gone by
  * the time they are read.
  */
-static void new_stack(struct ingest *in, const struct tb_stack *rec)
+static void new_stack(struct ingest *in, const struct tb_stack *rec, size_t size)
 {
 	struct target *t = targets_by_pid(in->ts, rec->pid);
+	const struct stack_frames *sf = profile_stack(&in->prof, rec->stack_id);
 
-	if (!t)
+	if (!t || !sf)
 		return;
-	symbols_resolve(&in->sym, t, rec->frames, rec->depth);
+	symbols_resolve(&in->sym, t, sf->frames, sf->depth);
+	if (in->opt->native)
+		merge_native(in, rec, size);
 	if (rec->exc_type && exc_types_learn(&in->exc, t, rec->exc_type))
 		tb_warn("out of memory: an exception type stays unnamed");
 }
@@ -771,7 +803,7 @@ void ingest_record(struct ingest *in, const void *data, size_t size)
 		if (ret < 0)
 			in->cnt.bad_records++;
 		else if (ret > 0)
-			new_stack(in, data);
+			new_stack(in, data, size);
 	} else {
 		in->cnt.bad_records++;
 	}

@@ -21,8 +21,10 @@ static void free_stack(void *v)
 {
 	struct stack_frames *sf = v;
 
-	if (sf)
+	if (sf) {
 		asyncio_free(sf->tasks);
+		free(sf->native);
+	}
 	free(sf);
 }
 
@@ -89,7 +91,10 @@ int profile_add_stack(struct profile *p, const struct tb_stack *rec, size_t size
 	sf->refs = 0;
 	sf->tasks = tasks;
 	sf->exc_type = rec->exc_type;
+	sf->native = NULL;
 	memcpy(sf->frames, rec->frames, bytes);
+	while (depth-- > 0)
+		sf->frames[depth].code &= ~TB_CODE_ENTRY;	/* --native's, in the plan */
 	*slot = sf;
 	return 1;
 fail:
@@ -102,6 +107,19 @@ const struct stack_frames *profile_stack(const struct profile *p, uint64_t stack
 	void **slot = hmap_get(&p->stacks, &stack_id);
 
 	return slot ? *slot : NULL;
+}
+
+void profile_set_native(struct profile *p, uint64_t stack_id, struct native_plan *plan)
+{
+	void **slot = hmap_get(&p->stacks, &stack_id);
+	struct stack_frames *sf = slot ? *slot : NULL;
+
+	if (!sf) {
+		free(plan);
+		return;
+	}
+	free(sf->native);
+	sf->native = plan;
 }
 
 int profile_count(struct profile *p, const struct agg_key *k, uint64_t n)
@@ -285,6 +303,27 @@ static int task_frames(struct resolved *r, struct rsample *s, const struct task_
 	return 0;
 }
 
+/* --native: the merged stack, outermost first (native frames by name). */
+static int native_frames(struct resolved *r, struct rsample *s, const struct stack_frames *sf,
+			 struct target *t, struct symbols *sym, const struct resolve_opts *o)
+{
+	const struct native_plan *p = sf->native;
+	uint32_t i;
+	int32_t py;
+
+	for (i = 0; i < p->n; i++) {
+		py = p->it[i].py;
+		if (py >= 0 && (uint32_t)py < sf->depth) {
+			if (python_frame(r, s, &sf->frames[py], i + 1 == p->n, t, sym, o))
+				return -ENOMEM;
+		} else if (py < 0 && !(s->frames[s->depth++] =
+				       resolved_intern(r, p->it[i].name, "", 0, 0))) {
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
 static int resolve_one(struct resolved *r, const struct agg_key *k, uint64_t count,
 		       const struct stack_frames *sf, struct target *t,
 		       struct symbols *sym, const struct resolve_opts *o)
@@ -301,7 +340,8 @@ static int resolve_one(struct resolved *r, const struct agg_key *k, uint64_t cou
 		return -ENOMEM;
 	tn = o->thread_name ? o->thread_name(o->ctx, k->target, k->tid) : NULL;
 	s->tname = tn ? strdup(tn) : NULL;
-	s->frames = calloc(sf->depth + 5 + MAX_KFRAMES + task_frames_max(tc),
+	s->frames = calloc(sf->depth + 5 + MAX_KFRAMES + task_frames_max(tc) +
+			   (sf->native ? sf->native->n : 0),
 			   sizeof(*s->frames));
 	if (!s->frames || (tn && !s->tname) || prefix_frames(r, s, k, o, t)) {
 		free(s->frames);
@@ -310,9 +350,14 @@ static int resolve_one(struct resolved *r, const struct agg_key *k, uint64_t cou
 	}
 	if (tc && task_frames(r, s, tc, t, sym, o))
 		return -ENOMEM;
-	while (i-- > 0)
-		if (python_frame(r, s, &sf->frames[i], !i, t, sym, o))
+	if (sf->native && !tc) {
+		if (native_frames(r, s, sf, t, sym, o))
 			return -ENOMEM;
+	} else {
+		while (i-- > 0)
+			if (python_frame(r, s, &sf->frames[i], !i, t, sym, o))
+				return -ENOMEM;
+	}
 	if (suffix_frames(r, s, k, sf, o))
 		return -ENOMEM;
 	s->proc = t->id;

@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 #include "hmap.h"
+#include "native.h"
 #include "output/model.h"
 #include "symbols.h"
 #include "tachyon.h"
@@ -24,7 +25,8 @@ struct stack_frames {
 	uint32_t refs;		/* aggregation keys that use it */
 	struct task_chain *tasks;	/* --async-aware: the tasks it ran in, or NULL */
 	uint64_t exc_type;	/* --mode exception: the exception's type object, or 0 */
-	struct tb_frame frames[];	/* leaf first */
+	struct native_plan *native;	/* --native: the merged stack, or NULL */
+	struct tb_frame frames[];	/* leaf first (TB_CODE_ENTRY bits cleared) */
 };
 
 struct agg_key {
@@ -70,6 +72,8 @@ void profile_pending_tasks(struct profile *p, uint64_t id, struct task_chain *c)
 /* Keep the frames of a TB_REC_STACK record (first copy wins). */
 int profile_add_stack(struct profile *p, const struct tb_stack *rec, size_t size);
 const struct stack_frames *profile_stack(const struct profile *p, uint64_t stack_id);
+/* --native: the merged stack of stack_id (owned by the profile from now on). */
+void profile_set_native(struct profile *p, uint64_t stack_id, struct native_plan *plan);
 /* Count one sample. Returns 1 if the key is new, 0 if not, -ENOMEM. */
 int profile_count(struct profile *p, const struct agg_key *k, uint64_t n);
 /* Symbolize every counted sample and add it to r. procs[i] describes target

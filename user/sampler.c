@@ -248,6 +248,7 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 	s->skel->rodata->report_all_exec = !!o->report_all_exec;
 	s->skel->rodata->read_status = !!o->read_status;
 	s->skel->rodata->timeline = !!o->timeline;
+	s->skel->rodata->native_stacks = !!o->native_stacks;
 	s->skel->rodata->async_aware = !!o->async_aware;
 	ret = choose_walker(s, err, errlen);
 	if (ret)

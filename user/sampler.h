@@ -35,6 +35,7 @@ struct sampler_opts {
 	int follow_forks;
 	enum tb_mode mode;
 	int kernel_stacks;	/* --kernel: capture kernel stacks */
+	int native_stacks;	/* --native: capture user stacks (frame pointers) */
 	int report_all_exec;	/* --all-python: every exec is news */
 	int read_status;	/* read GIL and GC state in every sample */
 	int timeline;		/* every sample a timed record, none counted in the kernel */

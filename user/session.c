@@ -325,7 +325,8 @@ int session_start(struct session *s)
 		.event = s->opt->event, .freq = s->opt->period ? 0 : s->opt->freq,
 		.period = s->opt->period, .mode = s->opt->mode,
 		.rate_hz = s->opt->rate_hz, .tick_every = s->opt->tick_every,
-		.kernel_stacks = s->opt->kernel, .report_all_exec = s->opt->all_python,
+		.kernel_stacks = s->opt->kernel, .native_stacks = s->opt->native,
+		.report_all_exec = s->opt->all_python,
 		/* Two more reads per sample: only when something uses them. */
 		.read_status = s->opt->mode == TB_MODE_GIL || s->opt->gc_frames ||
 			       s->opt->gc_state,

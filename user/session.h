@@ -41,6 +41,8 @@ struct ingest_counts {
 	uint64_t async_wait_copies;	/* ... of which past each interval's first task */
 	uint64_t compactions;		/* live profiles folded (bounded memory) */
 	uint64_t timeline_lost;		/* --timeline: samples counted but not timed (no memory) */
+	uint64_t native_merged;		/* --native: stacks whose native frames were merged */
+	uint64_t native_unmatched;	/* ... kept unmatched, marked */
 };
 
 struct session_stats {

@@ -170,6 +170,10 @@ void stats_print(const struct session_view *s, uint64_t written)
 	tb_info("%" PRIu64 " distinct stacks, %" PRIu64 " code objects read (%.2f%% of lookups cached); %" PRIu64 " samples counted in the kernel; BPF %.0f ns/sample (self-timed, 1 event in 16; %s walker), %" PRIu64 " frames walked, %" PRIu64 " without a code object read (no code object born since the previous walk)",
 		st->in.stacks, s->sym.reads, 100 * code_hit_rate(&s->sym), c[TB_C_AGGREGATED],
 		bpf_ns_per_sample(st), s->walker, c[TB_C_FRAMES], c[TB_C_CODE_MEMO]);
+	if (s->opt->native)
+		tb_info("--native: %" PRIu64 " stacks merged, %" PRIu64 " unmatched (marked); %"
+			PRIu64 " user stacks not captured", st->in.native_merged,
+			st->in.native_unmatched, c[TB_C_USTACK_ERR]);
 	self_rss(&rss, &peak);
 	tb_info("memory: RSS %.1f MiB (peak %.1f MiB); %zu code objects cached, %" PRIu64
 		" evicted unused; %" PRIu64 " compactions",

@@ -265,8 +265,10 @@ static void test_pyspy_spellings(void **state)
 	assert_string_equal(o.writer->name, "collapsed");
 	assert_int_equal(PARSE("-p", "5", "-i"), -1);
 	assert_int_equal(o.mode, TB_MODE_WALL);
-	assert_int_equal(PARSE("-p", "5", "--native"), 2);
-	assert_one_line("not implemented yet");
+	assert_int_equal(PARSE("-p", "5", "--native"), -1);
+	assert_int_equal(o.native, 1);
+	assert_int_equal(PARSE("dump", "-p", "5", "-n"), 2);
+	assert_one_line("record --native");
 	/* py-spy's chrometrace is ours too, and needs every sample's time */
 	assert_int_equal(PARSE("-p", "5", "-f", "chrometrace"), -1);
 	assert_string_equal(o.writer->name, "chrometrace");

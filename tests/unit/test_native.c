@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * --native's merge (user/native.c) on this very process: the test defines a
+ * function named like the interpreter's eval loop (so this executable is
+ * "the interpreter") and one of its "call machinery"; a libc function
+ * stands for an extension. Native addresses are return addresses inside
+ * them; the Python frames are fake ones whose code addresses carry
+ * TB_CODE_ENTRY where an eval invocation starts.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "native.h"
+
+/* Bodies long enough that an address inside them is theirs. */
+__attribute__((noinline)) int _PyEval_EvalFrameDefault(int x);
+__attribute__((noinline)) int machinery(int x);
+
+int _PyEval_EvalFrameDefault(int x)
+{
+	return x > 0 ? machinery(x - 1) + 1 : 0;
+}
+
+int machinery(int x)
+{
+	return x > 0 ? _PyEval_EvalFrameDefault(x - 1) * 3 : 1;
+}
+
+#define IN(fn) ((uint64_t)(uintptr_t)(fn) + 4)	/* past the first instruction */
+
+/* Leaf first: "ext" (libc's qsort), eval, machinery, eval. */
+static const uint64_t ips[] = { IN(qsort), IN(_PyEval_EvalFrameDefault), IN(machinery),
+				IN(_PyEval_EvalFrameDefault) };
+
+static struct tb_frame py(uint64_t code, int entry)
+{
+	return (struct tb_frame){ .code = code | (entry ? TB_CODE_ENTRY : 0), .instr = 1 };
+}
+
+/* Two invocations: [A] and [B, C]. Merged root first: C, B, A, qsort. */
+static void test_merged(void **state)
+{
+	struct tb_frame f[] = { py(0x1000, 1), py(0x2000, 0), py(0x3000, 1) };
+	struct native nt;
+	struct native_plan *p;
+
+	(void)state;
+	assert_int_equal(native_init(&nt), 0);
+	p = native_merge(&nt, (uint32_t)getpid(), ips, 4, f, 3);
+	assert_non_null(p);
+	assert_int_equal(p->matched, 1);
+	assert_int_equal(p->n, 4);
+	assert_int_equal(p->it[0].py, 2);
+	assert_int_equal(p->it[1].py, 1);
+	assert_int_equal(p->it[2].py, 0);
+	assert_int_equal(p->it[3].py, -1);
+	assert_non_null(strstr(p->it[3].name, "qsort"));
+	assert_non_null(strstr(p->it[3].name, "[libc"));
+	free(p);
+	native_free(&nt);
+}
+
+/* Three invocations, two eval frames: never spliced; the Python frames,
+ * the marker, the leaf native frame. */
+static void test_unmatched(void **state)
+{
+	struct tb_frame f[] = { py(0x1000, 1), py(0x2000, 1), py(0x3000, 1) };
+	struct tb_frame partial[] = { py(0x1000, 1), py(0x2000, 0) };
+	struct native nt;
+	struct native_plan *p;
+
+	(void)state;
+	assert_int_equal(native_init(&nt), 0);
+	p = native_merge(&nt, (uint32_t)getpid(), ips, 4, f, 3);
+	assert_non_null(p);
+	assert_int_equal(p->matched, 0);
+	assert_int_equal(p->n, 5);
+	assert_int_equal(p->it[0].py, 2);
+	assert_int_equal(p->it[2].py, 0);
+	assert_string_equal(p->it[3].name, NATIVE_UNMATCHED);
+	assert_non_null(strstr(p->it[4].name, "qsort"));
+	free(p);
+	/* A stack that does not end on an entry frame (partial) stays unmatched. */
+	p = native_merge(&nt, (uint32_t)getpid(), ips, 4, partial, 2);
+	assert_non_null(p);
+	assert_int_equal(p->matched, 0);
+	free(p);
+	native_free(&nt);
+	assert_int_equal(_PyEval_EvalFrameDefault(3) >= 0, 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_merged),
+		cmocka_unit_test(test_unmatched),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,658 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* --native: native frame names and their merge with Python frames (native.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "native.h"
+#include "proc.h"
+
+/* libstdc++'s demangler (the C++ ABI's, declared here: C has no cxxabi.h). */
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+/* The interpreter's eval function: GCC's split parts (".cold") count too. */
+#define EVAL_SYM	"_PyEval_EvalFrameDefault"
+#define MAX_LOADS	16
+#define ELF_KEY		64
+
+struct nsym {
+	uint64_t addr, size;
+	char *name;
+};
+
+/* One ELF file, as read once. */
+struct nelf {
+	struct nsym *syms;	/* sorted by addr */
+	size_t nsyms;
+	struct {
+		uint64_t off, vaddr, filesz;
+	} load[MAX_LOADS];
+	int nload;
+	int is_interp;		/* defines the eval function: the interpreter */
+	char base[64];		/* file name, for "[libname]" */
+	struct hmap names;	/* vaddr -> "fn [libname]" */
+};
+
+struct nmap {
+	uint64_t start, end, offset;
+	struct nelf *elf;	/* NULL: not an ELF we could read */
+};
+
+/* One process's executable mappings. */
+struct nproc {
+	struct nmap *v;
+	size_t n;
+};
+
+int native_init(struct native *nt)
+{
+	memset(nt, 0, sizeof(*nt));
+	elf_version(EV_CURRENT);
+	if (hmap_init(&nt->elves, ELF_KEY) || hmap_init(&nt->files, ELF_KEY) ||
+	    hmap_init(&nt->procs, sizeof(uint32_t))) {
+		native_free(nt);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void free_elf(void *p)
+{
+	struct nelf *e = p;
+	size_t i;
+
+	if (!e)
+		return;
+	for (i = 0; i < e->nsyms; i++)
+		free(e->syms[i].name);
+	free(e->syms);
+	hmap_free_values(&e->names, free);
+	free(e);
+}
+
+static void free_proc(void *p)
+{
+	struct nproc *np = p;
+
+	if (np)
+		free(np->v);
+	free(np);
+}
+
+void native_free(struct native *nt)
+{
+	hmap_free_values(&nt->elves, free_elf);
+	hmap_free(&nt->files);
+	hmap_free_values(&nt->procs, free_proc);
+}
+
+void native_forget(struct native *nt, uint32_t pid)
+{
+	free_proc(hmap_del(&nt->procs, &pid));
+}
+
+/* ---- ELF files ---------------------------------------------------------- */
+
+/* A demangled copy of a C++ name, else a copy of the name. */
+static char *sym_name(const char *raw)
+{
+	int status = -1;
+	char *d = NULL;
+
+	if (raw[0] == '_' && raw[1] == 'Z')
+		d = __cxa_demangle(raw, NULL, NULL, &status);
+	if (d && !status)
+		return d;
+	free(d);
+	return strdup(raw);
+}
+
+static int add_sym(struct nelf *e, size_t *cap, const GElf_Sym *s, const char *raw)
+{
+	struct nsym *v;
+
+	if (e->nsyms == *cap) {
+		*cap = *cap ? *cap * 2 : 256;
+		v = realloc(e->syms, *cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		e->syms = v;
+	}
+	v = &e->syms[e->nsyms];
+	v->addr = s->st_value;
+	v->size = s->st_size;
+	v->name = sym_name(raw);
+	if (!v->name)
+		return -ENOMEM;
+	e->nsyms++;
+	if (!strncmp(raw, EVAL_SYM, strlen(EVAL_SYM)))
+		e->is_interp = 1;
+	return 0;
+}
+
+/* The function symbols of one symbol table section. */
+static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct nelf *e, size_t *cap)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	size_t i, n;
+	GElf_Sym s;
+	const char *name;
+
+	if (!d || !sh->sh_entsize)
+		return 0;
+	n = sh->sh_size / sh->sh_entsize;
+	for (i = 0; i < n; i++) {
+		if (!gelf_getsym(d, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_FUNC ||
+		    !s.st_value || s.st_shndx == SHN_UNDEF)
+			continue;
+		name = elf_strptr(elf, sh->sh_link, s.st_name);
+		if (name && *name && add_sym(e, cap, &s, name))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* What a file's sections say besides symbols: build id, debug link. */
+struct elf_ids {
+	char build_id[41];	/* hex, "" if none */
+	char debuglink[256];	/* "" if none */
+};
+
+static void read_note(Elf_Scn *scn, struct elf_ids *ids)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	size_t off = 0, name_off, desc_off, i;
+	GElf_Nhdr nh;
+	const uint8_t *b;
+
+	while (d && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+		if (nh.n_type != NT_GNU_BUILD_ID || nh.n_descsz > 20 || nh.n_descsz < 8)
+			continue;
+		b = (const uint8_t *)d->d_buf + desc_off;
+		for (i = 0; i < nh.n_descsz; i++)
+			snprintf(ids->build_id + 2 * i, 3, "%02x", b[i]);
+	}
+}
+
+static void read_debuglink(Elf_Scn *scn, struct elf_ids *ids)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+
+	if (d && d->d_size > 1 && memchr(d->d_buf, 0, d->d_size))
+		snprintf(ids->debuglink, sizeof(ids->debuglink), "%s", (const char *)d->d_buf);
+}
+
+/* Symbols (and with ids, the ids) of the ELF open on fd. */
+static int read_sections(int fd, struct nelf *e, size_t *cap, struct elf_ids *ids)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	GElf_Shdr sh;
+	const char *name;
+	int ret = 0;
+
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx)) {
+		elf_end(elf);
+		return -EINVAL;
+	}
+	while (!ret && (scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM)
+			ret = read_symtab(elf, scn, &sh, e, cap);
+		if (!ids)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (sh.sh_type == SHT_NOTE)
+			read_note(scn, ids);
+		else if (name && !strcmp(name, ".gnu_debuglink"))
+			read_debuglink(scn, ids);
+	}
+	elf_end(elf);
+	return ret;
+}
+
+/* The PT_LOAD segments: file offsets to addresses. */
+static int read_loads(int fd, struct nelf *e)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	size_t i, n;
+	GElf_Phdr ph;
+
+	if (!elf || elf_getphdrnum(elf, &n)) {
+		elf_end(elf);
+		return -EINVAL;
+	}
+	for (i = 0; i < n && e->nload < MAX_LOADS; i++) {
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		e->load[e->nload].off = ph.p_offset;
+		e->load[e->nload].vaddr = ph.p_vaddr;
+		e->load[e->nload].filesz = ph.p_filesz;
+		e->nload++;
+	}
+	elf_end(elf);
+	return e->nload ? 0 : -EINVAL;
+}
+
+/* Symbols of a separate debug file at path, if there is one. */
+static void read_debug_file(const char *path, struct nelf *e, size_t *cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	read_sections(fd, e, cap, NULL);
+	close(fd);
+}
+
+/*
+ * The debug directories for path: /usr/lib/debug, and for a file of an
+ * unpacked tree (PREFIX/usr/...: a chroot, another distribution's
+ * packages) PREFIX/usr/lib/debug. 1 + the index of the last one filled.
+ */
+static int debug_dirs(const char *path, char dirs[2][4096])
+{
+	const char *usr = strstr(path, "/usr/");
+
+	snprintf(dirs[0], sizeof(dirs[0]), "/usr/lib/debug");
+	if (!usr || usr == path)
+		return 1;
+	snprintf(dirs[1], sizeof(dirs[1]), "%.*s/usr/lib/debug", (int)(usr - path), path);
+	return 2;
+}
+
+/* The debug file by build id, else by debug link (GDB's places). */
+static void read_debug(const char *path, const struct elf_ids *ids, struct nelf *e,
+		       size_t *cap)
+{
+	char dbg[12288], dir[4096], dirs[2][4096];
+	const char *slash = strrchr(path, '/');
+	size_t before = e->nsyms;
+	int i, n = debug_dirs(path, dirs);
+
+	for (i = 0; i < n && ids->build_id[0] && e->nsyms == before; i++) {
+		snprintf(dbg, sizeof(dbg), "%s/.build-id/%.2s/%s.debug", dirs[i],
+			 ids->build_id, ids->build_id + 2);
+		read_debug_file(dbg, e, cap);
+	}
+	if (e->nsyms != before || !ids->debuglink[0] || !slash)
+		return;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	for (i = 0; i < n && e->nsyms == before; i++) {
+		if (snprintf(dbg, sizeof(dbg), "%s%s/%s", dirs[i], dir, ids->debuglink) <
+		    (int)sizeof(dbg))
+			read_debug_file(dbg, e, cap);
+	}
+	if (e->nsyms != before)
+		return;
+	snprintf(dbg, sizeof(dbg), "%s/.debug/%s", dir, ids->debuglink);
+	read_debug_file(dbg, e, cap);
+}
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct nsym *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* Read the ELF file open on fd (path: its name in the process). */
+static struct nelf *load_elf(int fd, const char *path, const struct elf_ids *ids)
+{
+	struct nelf *e = calloc(1, sizeof(*e));
+	const char *base = strrchr(path, '/');
+	size_t cap = 0;
+
+	if (!e || hmap_init(&e->names, sizeof(uint64_t))) {
+		free(e);
+		return NULL;
+	}
+	snprintf(e->base, sizeof(e->base), "%.63s", base ? base + 1 : path);
+	if (read_loads(fd, e) || read_sections(fd, e, &cap, NULL)) {
+		free_elf(e);
+		return NULL;
+	}
+	read_debug(path, ids, e, &cap);
+	qsort(e->syms, e->nsyms, sizeof(*e->syms), cmp_sym);
+	return e;
+}
+
+/* The cache key of a mapped file: its inode, device and path. */
+static void file_key(char key[ELF_KEY], const struct proc_map *m)
+{
+	memset(key, 0, ELF_KEY);
+	snprintf(key, ELF_KEY, "i:%" PRIx64 ":%x:%x:%016" PRIx64, m->inode, m->dev_major,
+		 m->dev_minor, hash_bytes(m->path, strlen(m->path)));
+}
+
+/* The cache key of an ELF: its build id, else its file's key. */
+static void elf_key(char key[ELF_KEY], const struct elf_ids *ids, const struct proc_map *m)
+{
+	file_key(key, m);
+	if (ids->build_id[0]) {
+		memset(key, 0, ELF_KEY);
+		snprintf(key, ELF_KEY, "b:%s", ids->build_id);
+	}
+}
+
+/* Open a mapping's file as the process sees it. */
+static int open_mapped(uint32_t pid, const struct proc_map *m)
+{
+	char p[4200];
+	int fd;
+
+	snprintf(p, sizeof(p), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	snprintf(p, sizeof(p), "/proc/%u/root%s", pid, m->path);
+	return open(p, O_RDONLY | O_CLOEXEC);
+}
+
+/* The ELF of a mapping, read once per build id (NULL: none readable); a
+ * file seen before is not opened again. */
+static struct nelf *elf_of(struct native *nt, uint32_t pid, const struct proc_map *m)
+{
+	char key[ELF_KEY], fkey[ELF_KEY];
+	struct elf_ids ids = {};
+	size_t cap = 0;
+	struct nelf probe = {};
+	void **slot, **fslot;
+	int fd, added;
+
+	file_key(fkey, m);
+	fslot = hmap_get(&nt->files, fkey);
+	if (fslot)
+		return *fslot;
+	fd = open_mapped(pid, m);
+	if (fd < 0)
+		return NULL;
+	/* The ids first (a cheap pass): a known build id is not read again. */
+	read_sections(fd, &probe, &cap, &ids);
+	for (cap = 0; cap < probe.nsyms; cap++)
+		free(probe.syms[cap].name);
+	free(probe.syms);
+	elf_key(key, &ids, m);
+	slot = hmap_put(&nt->elves, key, &added);
+	if (slot && added)
+		*slot = load_elf(fd, m->path, &ids);
+	close(fd);
+	if (!slot)
+		return NULL;
+	fslot = hmap_put(&nt->files, fkey, &added);
+	if (fslot)
+		*fslot = *slot;
+	return *slot;
+}
+
+/* ---- Processes ---------------------------------------------------------- */
+
+static int add_map(struct nproc *np, size_t *cap, const struct proc_map *m, struct nelf *e)
+{
+	struct nmap *v;
+
+	if (np->n == *cap) {
+		*cap = *cap ? *cap * 2 : 32;
+		v = realloc(np->v, *cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		np->v = v;
+	}
+	np->v[np->n++] = (struct nmap){ .start = m->start, .end = m->end,
+					.offset = m->offset, .elf = e };
+	return 0;
+}
+
+/* The executable file mappings of pid, their ELF files read. */
+static struct nproc *read_maps(struct native *nt, uint32_t pid)
+{
+	struct nproc *np = calloc(1, sizeof(*np));
+	struct proc_map m;
+	char p[64], *line = NULL;
+	size_t len = 0, cap = 0;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/%u/maps", pid);
+	f = fopen(p, "re");
+	if (!np || !f) {
+		free(np);
+		if (f)
+			fclose(f);
+		return NULL;
+	}
+	while (getline(&line, &len, f) > 0) {
+		if (proc_parse_maps_line(line, &m) || m.perms[2] != 'x' || m.path[0] != '/')
+			continue;
+		if (add_map(np, &cap, &m, elf_of(nt, pid, &m)))
+			break;
+	}
+	free(line);
+	fclose(f);
+	return np;
+}
+
+static const struct nmap *find_map(const struct nproc *np, uint64_t ip)
+{
+	size_t i;
+
+	for (i = 0; np && i < np->n; i++)
+		if (ip >= np->v[i].start && ip < np->v[i].end)
+			return &np->v[i];
+	return NULL;
+}
+
+/* The mapping of ip in pid: the cached maps, read again on a miss (dlopen). */
+static const struct nmap *map_of(struct native *nt, uint32_t pid, uint64_t ip)
+{
+	void **slot = hmap_get(&nt->procs, &pid);
+	const struct nmap *m = slot ? find_map(*slot, ip) : NULL;
+	int added;
+
+	if (m)
+		return m;
+	if (slot)
+		free_proc(*slot);
+	slot = hmap_put(&nt->procs, &pid, &added);
+	if (!slot)
+		return NULL;
+	*slot = read_maps(nt, pid);
+	return find_map(*slot, ip);
+}
+
+/* ---- Names -------------------------------------------------------------- */
+
+/* The address in the ELF's own terms of file offset off; 0 if in no segment. */
+static uint64_t elf_vaddr(const struct nelf *e, uint64_t off)
+{
+	int i;
+
+	for (i = 0; i < e->nload; i++)
+		if (off >= e->load[i].off && off < e->load[i].off + e->load[i].filesz)
+			return off - e->load[i].off + e->load[i].vaddr;
+	return 0;
+}
+
+/* The function symbol covering vaddr, or NULL. */
+static const struct nsym *sym_at(const struct nelf *e, uint64_t vaddr)
+{
+	size_t lo = 0, hi = e->nsyms, mid;
+	int back;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (e->syms[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* A few back: aliases and nested sizes share start addresses. */
+	for (back = 0; lo > 0 && back < 8; lo--, back++)
+		if (vaddr < e->syms[lo - 1].addr + e->syms[lo - 1].size)
+			return &e->syms[lo - 1];
+	return NULL;
+}
+
+static const char *name_in_elf(struct nelf *e, uint64_t vaddr, uint64_t off)
+{
+	const struct nsym *s = sym_at(e, vaddr);
+	char buf[512];
+	void **slot;
+	int added;
+
+	slot = hmap_put(&e->names, &vaddr, &added);
+	if (!slot)
+		return NULL;
+	if (!added)
+		return *slot;
+	if (s)
+		snprintf(buf, sizeof(buf), "%s [%s]", s->name, e->base);
+	else
+		snprintf(buf, sizeof(buf), "[%s+0x%" PRIx64 "]", e->base, off);
+	*slot = strdup(buf);
+	return *slot;
+}
+
+/* Name and kind of one native frame of pid: *interp, *eval say whether it
+ * is the interpreter's code, its eval function. */
+static const char *frame_name(struct native *nt, uint32_t pid, uint64_t ip, int *interp,
+			      int *eval)
+{
+	const struct nmap *m = map_of(nt, pid, ip);
+	uint64_t off, vaddr;
+	const struct nsym *s;
+
+	*interp = *eval = 0;
+	if (!m)
+		return NULL;
+	off = ip - m->start + m->offset;
+	if (!m->elf)
+		return NULL;
+	vaddr = elf_vaddr(m->elf, off);
+	s = sym_at(m->elf, vaddr);
+	*interp = m->elf->is_interp;
+	*eval = s && !strncmp(s->name, EVAL_SYM, strlen(EVAL_SYM));
+	return name_in_elf(m->elf, vaddr, off);
+}
+
+/* ---- The merge ---------------------------------------------------------- */
+
+/* Python frames by eval invocation: how many invocations, or -1 if the
+ * frames do not end on an invocation's first frame (no match possible). */
+static int py_segments(const struct tb_frame *py, uint32_t depth)
+{
+	uint32_t i;
+	int n = 0;
+
+	for (i = 0; i < depth; i++)
+		n += !!(py[i].code & TB_CODE_ENTRY);
+	return depth && (py[depth - 1].code & TB_CODE_ENTRY) ? n : -1;
+}
+
+static void push_item(struct native_plan *p, int32_t py, const char *name)
+{
+	p->it[p->n].py = py;
+	p->it[p->n].name = name;
+	p->n++;
+}
+
+/* Python frames of eval invocation seg (leaf first), from *at on. */
+static void push_segment(struct native_plan *p, const struct tb_frame *py, uint32_t depth,
+			 uint32_t *at)
+{
+	while (*at < depth) {
+		push_item(p, (int32_t)*at, NULL);
+		if (py[(*at)++].code & TB_CODE_ENTRY)
+			return;
+	}
+}
+
+/*
+ * Leaf first into p: native frames above the leaf Python frame, each eval
+ * frame replaced by its invocation's Python frames, native code of other
+ * files between them (extensions, libraries: the interpreter's own call
+ * machinery is left out), nothing below the outermost Python frame.
+ * Returns 0, or -1 if the eval frames and invocations do not pair up.
+ */
+static int splice_frames(struct native *nt, uint32_t pid, const uint64_t *ips, int nips,
+		  const struct tb_frame *py, uint32_t depth, int segs, struct native_plan *p)
+{
+	int i, seg = 0, interp, eval;
+	uint32_t at = 0;
+	const char *name;
+
+	for (i = 0; i < nips && seg < segs; i++) {
+		name = frame_name(nt, pid, ips[i], &interp, &eval);
+		if (eval) {
+			push_segment(p, py, depth, &at);
+			seg++;
+		} else if (name && (!interp || !seg)) {
+			push_item(p, -1, name);
+		}
+	}
+	for (; i < nips; i++) {
+		frame_name(nt, pid, ips[i], &interp, &eval);
+		if (eval)
+			return -1;	/* more eval frames than invocations */
+	}
+	return seg == segs && at == depth ? 0 : -1;
+}
+
+/*
+ * Unmatched: the Python frames, the marker, and the native frames from the
+ * leaf down to the first of the interpreter's (or one in no file: where a
+ * frame-pointer chain broke). The leaf is the sampled instruction itself.
+ */
+static void unmatched(struct native *nt, uint32_t pid, const uint64_t *ips, int nips,
+		      uint32_t depth, struct native_plan *p)
+{
+	const char *name;
+	int i, interp, eval;
+	uint32_t j;
+
+	p->n = 0;
+	for (i = 0; i < nips; i++) {
+		name = frame_name(nt, pid, ips[i], &interp, &eval);
+		if (!name || interp)
+			break;
+		push_item(p, -1, name);
+	}
+	push_item(p, -1, NATIVE_UNMATCHED);
+	for (j = 0; j < depth; j++)
+		push_item(p, (int32_t)j, NULL);
+}
+
+static void reverse(struct native_plan *p)
+{
+	struct native_item t;
+	uint32_t i;
+
+	for (i = 0; i < p->n / 2; i++) {
+		t = p->it[i];
+		p->it[i] = p->it[p->n - 1 - i];
+		p->it[p->n - 1 - i] = t;
+	}
+}
+
+struct native_plan *native_merge(struct native *nt, uint32_t pid, const uint64_t *ips,
+				 int nips, const struct tb_frame *py, uint32_t depth)
+{
+	int segs = py_segments(py, depth);
+	struct native_plan *p;
+
+	p = malloc(sizeof(*p) + ((size_t)nips + depth + 2) * sizeof(p->it[0]));
+	if (!p)
+		return NULL;
+	p->n = 0;
+	p->matched = segs > 0 && !splice_frames(nt, pid, ips, nips, py, depth, segs, p);
+	if (!p->matched)
+		unmatched(nt, pid, ips, nips, depth, p);
+	reverse(p);
+	return p;
+}
