@@ -135,6 +135,7 @@ static int wait_stack(const struct target *t, struct symbols *sym, uint64_t task
 	out->rec->kind = TB_REC_STACK;
 	out->rec->pid = (uint32_t)t->pid;
 	out->rec->depth = nf;
+	out->rec->ustack = -1;	/* no native stack: read from memory, not taken */
 	for (j = 0; j < nf; j++)
 		out->rec->frames[j] = fr[nf - 1 - j];	/* leaf first */
 	symbols_resolve(sym, t, out->rec->frames, nf);

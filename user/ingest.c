@@ -679,7 +679,7 @@ static int credit_waits(struct ingest *in, uint32_t pid, uint32_t tid, uint32_t 
 		profile_pending_tasks(&in->prof, ws->rec->stack_id, ws->chain);
 		ws->chain = NULL;
 		if (profile_add_stack(&in->prof, ws->rec, ws->size) > 0)
-			new_stack(in, ws->rec);
+			new_stack(in, ws->rec, ws->size);
 		add_sample(in, pid, tid, ws->rec->stack_id, flags, -1, weight, NULL);
 		in->cnt.async_wait_periods += weight;
 	}
