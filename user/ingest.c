@@ -381,6 +381,9 @@ void ingest_freeze(struct ingest *in, struct target *t)
 	fold_target(in, t, 1);
 	symbols_forget(&in->sym, t->id);
 	exc_types_forget(&in->exc, t->id);
+	/* its mappings: a process that reuses the pid maps other files */
+	if (in->opt->native)
+		native_forget(&in->native, (uint32_t)t->pid);
 	targets_drop(in->ts, t);
 }
 
