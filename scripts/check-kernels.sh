@@ -114,13 +114,20 @@ mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144,cache=loose host /h
 mount -t proc proc /host/proc
 mount -t sysfs sys /host/sys
 mount -t devtmpfs dev /host/dev
+dir=$(sed -n 's/.*tb.dir=\([^ ]*\).*/\1/p' /proc/cmdline)
+smoke=$(sed -n 's/.*tb.smoke=\([^ ]*\).*/\1/p' /proc/cmdline)
+# A writable /tmp for the guest; a checkout under the host's /tmp (a CI
+# clone there) is bound back into it.
+mkdir -p /hosttmp && mount -o bind /host/tmp /hosttmp
 mount -t tmpfs tmp /host/tmp
+case "$dir" in /tmp/?*)
+	mkdir -p "/host$dir" && mount -o bind "/hosttmp/${dir#/tmp/}" "/host$dir" ||
+		echo "TB-INIT cannot see the checkout $dir";;
+esac
 mount -t tmpfs run /host/run
 mount -t bpf bpf /host/sys/fs/bpf
 mount -t tracefs tracefs /host/sys/kernel/tracing 2>/dev/null
 mount -t debugfs debugfs /host/sys/kernel/debug 2>/dev/null
-dir=$(sed -n 's/.*tb.dir=\([^ ]*\).*/\1/p' /proc/cmdline)
-smoke=$(sed -n 's/.*tb.smoke=\([^ ]*\).*/\1/p' /proc/cmdline)
 echo "TB-INIT up"
 chroot /host /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
 	python3 "$smoke" "$dir/tachyon-bpf"
