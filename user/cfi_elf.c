@@ -15,41 +15,13 @@
 #include <unistd.h>
 
 #include "cfi.h"
-
-#ifndef NT_GNU_BUILD_ID
-#define NT_GNU_BUILD_ID 3
-#endif
+#include "elfnote.h"
 
 struct sections {
 	Elf_Scn *eh_frame;
 	Elf_Scn *eh_frame_hdr;
 	Elf_Scn *debug_frame;
 };
-
-static void hex_id(const uint8_t *p, size_t n, char *out, size_t outlen)
-{
-	size_t i;
-
-	out[0] = 0;
-	for (i = 0; i < n && 2 * i + 2 < outlen; i++)
-		snprintf(out + 2 * i, 3, "%02x", p[i]);
-}
-
-static void note_build_id(Elf_Data *d, char *out, size_t outlen)
-{
-	size_t off = 0, next, name_off, desc_off;
-	GElf_Nhdr nh;
-
-	while (d && off < d->d_size &&
-	       (next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-		    !memcmp((const char *)d->d_buf + name_off, "GNU", 4)) {
-			hex_id((const uint8_t *)d->d_buf + desc_off, nh.n_descsz, out, outlen);
-			return;
-		}
-		off = next;
-	}
-}
 
 static void find_sections(Elf *elf, struct sections *s, char *build_id, size_t idlen)
 {
@@ -65,7 +37,7 @@ static void find_sections(Elf *elf, struct sections *s, char *build_id, size_t i
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
 			continue;
 		if (sh.sh_type == SHT_NOTE && !build_id[0])
-			note_build_id(elf_getdata(scn, NULL), build_id, idlen);
+			elf_note_build_id(elf_getdata(scn, NULL), build_id, idlen);
 		name = elf_strptr(elf, shstrndx, sh.sh_name);
 		if (!name)
 			continue;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "elfnote.h"
 #include "native.h"
 #include "proc.h"
 
@@ -163,22 +164,6 @@ struct elf_ids {
 	char debuglink[256];	/* "" if none */
 };
 
-static void read_note(Elf_Scn *scn, struct elf_ids *ids)
-{
-	Elf_Data *d = elf_getdata(scn, NULL);
-	size_t off = 0, name_off, desc_off, i;
-	GElf_Nhdr nh;
-	const uint8_t *b;
-
-	while (d && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-		if (nh.n_type != NT_GNU_BUILD_ID || nh.n_descsz > 20 || nh.n_descsz < 8)
-			continue;
-		b = (const uint8_t *)d->d_buf + desc_off;
-		for (i = 0; i < nh.n_descsz; i++)
-			snprintf(ids->build_id + 2 * i, 3, "%02x", b[i]);
-	}
-}
-
 static void read_debuglink(Elf_Scn *scn, struct elf_ids *ids)
 {
 	Elf_Data *d = elf_getdata(scn, NULL);
@@ -210,7 +195,8 @@ static int read_sections(int fd, struct nelf *e, size_t *cap, struct elf_ids *id
 			continue;
 		name = elf_strptr(elf, shstrndx, sh.sh_name);
 		if (sh.sh_type == SHT_NOTE)
-			read_note(scn, ids);
+			elf_note_build_id(elf_getdata(scn, NULL), ids->build_id,
+					  sizeof(ids->build_id));
 		else if (name && !strcmp(name, ".gnu_debuglink"))
 			read_debuglink(scn, ids);
 	}
