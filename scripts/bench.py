@@ -221,6 +221,15 @@ def interpreters():
                 found.append((name, os.path.join(d, name, "bin", "python3")))
     if os.path.exists("/usr/bin/python3.11"):
         found.append(("debian-3.11", "/usr/bin/python3.11"))
+    # Debian's real builds (scripts/real-pythons.sh): static, as most
+    # distributions ship them; the wrappers exec them, keeping the pid.
+    deb11 = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(SID_BIN))),
+                         "debian-bullseye", "root", "usr", "bin", "python3.9-host")
+    if os.path.exists(deb11):
+        found.append(("deb11-3.9", deb11))
+    for v in ("3.13", "3.14", "3.15"):
+        if os.path.exists(os.path.join(SID_BIN, "python%s-host" % v)):
+            found.append(("sid-" + v, os.path.join(SID_BIN, "python%s-host" % v)))
     return found
 
 
@@ -606,6 +615,33 @@ def soak(seconds):
         return json.load(open(j.name))
 
 
+def bpf_table(script, out):
+    """BPF ns per sample per interpreter at depths 10, 30 and 100."""
+    print("\nBPF ns per sample, -F 999, every CPU running the target: kernel run-time stats"
+          " (self-timed)")
+    print("%-14s" % "python" + "".join("%18s" % ("depth %d" % d) for d in DEPTHS)
+          + "%8s" % "memo*" + "   target: <= 2000 at 30, <= 5000 at 100")
+    out["bpf"] = []
+    for vname, vpy in interpreters():
+        cells, memo, reads = [], 0, 0
+        for depth in DEPTHS:
+            s = bpf_cost(vpy, script, depth, seconds=2)
+            out["bpf"].append({"python": vname, "depth": depth,
+                               "ns_per_run": s["bpf_ns_per_run"],
+                               "ns_per_sample_self": s["bpf_ns_per_sample"],
+                               "partial": s["partial"], "samples": s["collected"],
+                               "code_reads": s["bpf_frames"] - s["bpf_code_memo"],
+                               "code_memo": s["bpf_code_memo"]})
+            memo += s["bpf_code_memo"]
+            reads += s["bpf_frames"] - s["bpf_code_memo"]
+            mark = "" if depth not in TARGET_NS or s["bpf_ns_per_run"] <= TARGET_NS[depth] else "!"
+            cells.append("%6.0f%-1s (%6.0f)" % (s["bpf_ns_per_run"], mark, s["bpf_ns_per_sample"]))
+        print("%-14s" % vname + "".join("%18s" % c for c in cells)
+              + "%7.0f%%" % (100.0 * memo / max(1, memo + reads)))
+    print("  ! above the target; * callers' fingerprints taken from the previous walk"
+          " (the interpreter's code counter stood still) rather than read")
+
+
 def main():
     if os.geteuid() != 0:
         raise SystemExit("tachyon-bpf: bench: needs root (run: sudo make bench)")
@@ -617,6 +653,12 @@ def main():
         return
     if sys.argv[1:] == ["native"]:      # the --native table alone
         native_table({})
+        return
+    if sys.argv[1:] == ["bpf"]:         # the per-interpreter BPF table alone
+        with tempfile.NamedTemporaryFile("w", suffix=".py") as f:
+            f.write(WORKLOAD)
+            f.flush()
+            bpf_table(f.name, {})
         return
     name, py = default_python()
     if sys.argv[1:] == ["timeline"]:    # timeline vs counted alone
@@ -634,29 +676,7 @@ def main():
               (os.uname().release, os.cpu_count(), name, ROUNDS))
         if os.environ.get("TB_BENCH_COST", "1") != "0":
             out["cost"] = whole_cost(py)
-        print("\nBPF ns per sample, -F 999, every CPU running the target: kernel run-time stats"
-              " (self-timed)")
-        print("%-14s" % "python" + "".join("%18s" % ("depth %d" % d) for d in DEPTHS)
-              + "%8s" % "memo*" + "   target: <= 2000 at 30, <= 5000 at 100")
-        out["bpf"] = []
-        for vname, vpy in interpreters():
-            cells, memo, reads = [], 0, 0
-            for depth in DEPTHS:
-                s = bpf_cost(vpy, script, depth, seconds=2)
-                out["bpf"].append({"python": vname, "depth": depth,
-                                   "ns_per_run": s["bpf_ns_per_run"],
-                                   "ns_per_sample_self": s["bpf_ns_per_sample"],
-                                   "partial": s["partial"], "samples": s["collected"],
-                                   "code_reads": s["bpf_frames"] - s["bpf_code_memo"],
-                                   "code_memo": s["bpf_code_memo"]})
-                memo += s["bpf_code_memo"]
-                reads += s["bpf_frames"] - s["bpf_code_memo"]
-                mark = "" if depth not in TARGET_NS or s["bpf_ns_per_run"] <= TARGET_NS[depth] else "!"
-                cells.append("%6.0f%-1s (%6.0f)" % (s["bpf_ns_per_run"], mark, s["bpf_ns_per_sample"]))
-            print("%-14s" % vname + "".join("%18s" % c for c in cells)
-                  + "%7.0f%%" % (100.0 * memo / max(1, memo + reads)))
-        print("  ! above the target; * callers' fingerprints taken from the previous walk"
-              " (the interpreter's code counter stood still) rather than read")
+        bpf_table(script, out)
         print()
         out["walkers"] = walkers_row(py, script)
 

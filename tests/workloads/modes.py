@@ -1,7 +1,9 @@
 """Workloads for the sampling modes.
 
-usage: modes.py sleep|nap|gil|io|named [MAX_SECONDS]
-  sleep  main thread: sleeping() sleeps 90% of the time, burning() spins 10%
+usage: modes.py sleep|nap|gil|io|named [MAX_SECONDS [TRUTH_JSON]]
+  sleep  main thread: sleeping() sleeps 90% of the time, burning() spins 10%;
+         with TRUTH_JSON, the wall seconds spent in each so far, rewritten
+         after every cycle (the truth a wall-mode profile is checked against)
   nap    main thread: napping() sleeps until SIGUSR1, then sleeps again
   gil    spin_python() holds the GIL; hash_nogil() hashes big buffers in C with
          the GIL released (hashlib drops it for large inputs)
@@ -38,12 +40,26 @@ def sleeping(seconds):
     time.sleep(seconds)
 
 
-def sleep_main(limit):
+def write_json(path, obj):
+    with open(path + ".tmp", "w") as f:
+        json.dump(obj, f)
+    os.rename(path + ".tmp", path)
+
+
+def sleep_main(limit, truth=None):
+    spent = {"sleeping": 0.0, "burning": 0.0}
     ready()
     end = time.monotonic() + limit
     while time.monotonic() < end:
+        t0 = time.monotonic()
         sleeping(0.09)
+        t1 = time.monotonic()
         burning(0.01)
+        t2 = time.monotonic()
+        spent["sleeping"] += t1 - t0
+        spent["burning"] += t2 - t1
+        if truth:
+            write_json(truth, spent)
 
 
 def napping(seconds):
@@ -140,4 +156,7 @@ def named_main(limit):
 if __name__ == "__main__":
     what = sys.argv[1]
     limit = float(sys.argv[2]) if len(sys.argv) > 2 else 30
-    {"sleep": sleep_main, "nap": nap_main, "gil": gil_main, "io": io_main, "named": named_main}[what](limit)
+    if what == "sleep":
+        sleep_main(limit, sys.argv[3] if len(sys.argv) > 3 else None)
+    else:
+        {"nap": nap_main, "gil": gil_main, "io": io_main, "named": named_main}[what](limit)
