@@ -47,6 +47,7 @@ struct tl_entry {
 };
 
 #define TL_LIVE	(-1)	/* counted in the live profile (or waiting for its stack) */
+#define TL_UNIT_NS	1000	/* the timeline's resolution: 1 us */
 
 struct ingest {
 	const struct options *opt;
@@ -817,10 +818,14 @@ void ingest_set_start(struct ingest *in, uint64_t start_ns)
 	in->tl_base_ns = start_ns;
 }
 
-/* ns since the start of the run; a sample taken just before it is at 0. */
+/*
+ * ns since the start of the run, in whole microseconds (a sample taken
+ * just before it is at 0): the timer's jitter is microseconds, and the
+ * digits below would cost a recording more than a byte a sample.
+ */
 static uint64_t tl_time(const struct ingest *in, uint64_t ns)
 {
-	return ns > in->tl_base_ns ? ns - in->tl_base_ns : 0;
+	return ns > in->tl_base_ns ? (ns - in->tl_base_ns) / TL_UNIT_NS * TL_UNIT_NS : 0;
 }
 
 /* The index of e's thread in r->threads, added with its name if new. */

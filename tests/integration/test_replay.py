@@ -47,8 +47,8 @@ def _refused(path, rc_want, words):
 
 def _check_damaged(tby, live_folded):
     data = _read(tby)
-    check(data[:5] == b"TBY\x1a\x01", "%s starts %r, not the TBY header" % (tby, data[:8]))
-    _refused(_variant(data[:4] + b"\x02" + data[5:], "newer.tby"), 2, "newer")
+    check(data[:5] == b"TBY\x1a\x02", "%s starts %r, not the TBY header" % (tby, data[:8]))
+    _refused(_variant(data[:4] + b"\x03" + data[5:], "newer.tby"), 2, "newer")
     first = 8 + 12 + struct.unpack("<I", data[12:16])[0]
     check(first < len(data), "%s: one chunk only (%d bytes): the tables and the ticks "
           "should be chunks of their own" % (tby, len(data)))

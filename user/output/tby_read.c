@@ -412,6 +412,83 @@ static int read_ticks(struct reader *rd, struct cur *c)
 	return ret;
 }
 
+enum { TC_THREAD, TC_ROW, TC_TID, TC_CPU, TC_DUR, TC_WEIGHT, TC_Q, TC_REM, TC_N };
+
+/* t = base + (q * period + rem) * unit, each step checked. */
+static int tick_time(uint64_t base, int64_t q, int64_t rem, uint64_t unit, uint64_t period,
+		     uint64_t *t)
+{
+	int64_t d, x;
+
+	if (__builtin_mul_overflow(q, (int64_t)period, &d) || __builtin_add_overflow(d, rem, &d) ||
+	    __builtin_mul_overflow(d, (int64_t)unit, &d) ||
+	    __builtin_add_overflow((int64_t)base, d, &x) || x < 0)
+		return -EINVAL;
+	*t = (uint64_t)x;
+	return 0;
+}
+
+/* One value of a TICKS2 column into tick k (see tby_ticks.h). */
+static int tick2_value(struct reader *rd, struct rtick *k, int col, uint64_t u, uint64_t unit,
+		       uint64_t period)
+{
+	struct tby_tick_state *st = &rd->f->tstate;
+	const struct resolved *r = &rd->f->r;
+	struct tby_tick_thread *th = col ? &st->th[k->thread] : NULL;
+	int64_t s = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+
+	switch (col) {
+	case TC_THREAD:
+		k->thread = (uint32_t)u;
+		return u < r->nthreads ? 0 : -EINVAL;
+	case TC_ROW:
+		return tby_row_of(th, u, r->nsamples, &k->sample);
+	case TC_TID:
+		s += r->threads[k->thread].tid;
+		k->tid = (uint32_t)s;
+		return s < 0 || s > UINT32_MAX ? -EINVAL : 0;
+	case TC_CPU:
+		k->cpu = th->cpu = u ? (uint32_t)(u - 1) : th->cpu;
+		return u > (uint64_t)UINT32_MAX + 1 ? -EINVAL : 0;
+	case TC_DUR:	/* end - t, kept in end_ns until the time is known */
+	case TC_WEIGHT:
+		*(col == TC_DUR ? &k->end_ns : &k->weight) = u;
+		return col == TC_DUR && u > (UINT64_MAX >> 2) / unit ? -EINVAL : 0;
+	case TC_Q:	/* kept in t_ns until the remainder comes */
+		k->t_ns = (uint64_t)s;
+		return 0;
+	}
+	if (tick_time(tby_time_base(st, th, k->cpu, k->end_ns), (int64_t)k->t_ns, s, unit, period,
+		      &k->t_ns) ||
+	    __builtin_add_overflow(k->t_ns, k->end_ns * unit, &k->end_ns))
+		return -EINVAL;
+	return tby_time_note(st, th, k->cpu, k->t_ns, k->end_ns);
+}
+
+/* A TICKS2 record: n, unit, period, then TC_N columns of n values. */
+static int read_ticks2(struct reader *rd, struct cur *c)
+{
+	struct tby_file *f = rd->f;
+	struct resolved *r = &f->r;
+	uint64_t n = get_count(c, TC_N), unit = get_varint(c), period = get_varint(c), i;
+	int col, ret = 0;
+
+	if (c->bad || !unit || unit > 1000000000 || period > (1ull << 40))
+		return bad(rd, "tick %zu: bad unit or period", r->nticks);
+	if (array_grow(&r->ticks, &f->ticks_cap, r->nticks + n + 1, sizeof(*r->ticks), 1024) ||
+	    tby_ticks_grow(&f->tstate, r->nthreads))
+		return -ENOMEM;
+	memset(r->ticks + r->nticks, 0, n * sizeof(*r->ticks));
+	for (col = 0; col < TC_N && !ret; col++)
+		for (i = 0; i < n && !ret; i++)
+			ret = tick2_value(rd, &r->ticks[r->nticks + i], col, get_varint(c), unit,
+					  period) ?: (c->bad ? -EINVAL : 0);
+	if (ret)
+		return bad(rd, "tick %zu: bad fields", r->nticks + (size_t)i - 1);
+	r->nticks += n;
+	return 0;
+}
+
 static int read_end(struct reader *rd, struct cur *c)
 {
 	const struct resolved *r = &rd->f->r;
@@ -432,7 +509,8 @@ static int read_record(struct reader *rd, uint64_t type, struct cur *c)
 		[TBY_META] = read_meta, [TBY_PROCS] = read_procs,
 		[TBY_STRINGS] = read_strings, [TBY_FRAMES] = read_frames,
 		[TBY_SAMPLES] = read_samples, [TBY_THREADS] = read_threads,
-		[TBY_TICKS] = read_ticks, [TBY_END] = read_end,
+		[TBY_TICKS] = read_ticks, [TBY_TICKS2] = read_ticks2,
+		[TBY_END] = read_end,
 	};
 	int ret;
 
@@ -557,6 +635,7 @@ void tby_free(struct tby_file *f)
 	size_t i;
 
 	resolved_free(&f->r);
+	tby_ticks_free(&f->tstate);
 	for (i = 0; i < f->nstr; i++)
 		free(f->strs[i]);
 	free(f->strs);
