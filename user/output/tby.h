@@ -51,6 +51,19 @@ struct tby_file {
 	struct tby_tick_state tstate;	/* what TICKS2 columns predict from */
 };
 
+/*
+ * The recording while the run goes on: each call appends what changed
+ * since the last (a journal segment) to out, flushed. 0, or the writer's
+ * error (then every later call fails with it). output_binary over the
+ * same file at the end writes the whole recording instead.
+ */
+struct tby_stream;
+struct tby_stream *tby_stream_new(FILE *out);
+int tby_stream_append(struct tby_stream *st, const struct resolved *r);
+/* 1 once a segment went out (the file then is the stream's). */
+int tby_stream_started(const struct tby_stream *st);
+void tby_stream_free(struct tby_stream *st);
+
 /* Write r as a recording. 0, -EPIPE, -ENOMEM or -EIO. */
 int output_binary(FILE *out, const struct resolved *r);
 /*

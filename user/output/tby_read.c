@@ -23,6 +23,7 @@ struct reader {
 	char *why;
 	size_t whylen;
 	int got_meta, got_end;
+	int journal;		/* a streamed recording (JOURNAL records) */
 };
 
 static uint64_t get_varint(struct cur *c)
@@ -188,7 +189,8 @@ static int read_procs(struct reader *rd, struct cur *c)
 	struct rproc *p;
 	int ret;
 
-	if (rd->f->r.nprocs || rd->f->r.nsamples)
+	/* A journal's segments each give the table, which only grows. */
+	if ((rd->f->r.nprocs || rd->f->r.nsamples) && (!rd->journal || n < rd->f->r.nprocs))
 		return bad(rd, "a second process table");
 	p = calloc(n + 1, sizeof(*p));
 	if (!p)
@@ -489,6 +491,88 @@ static int read_ticks2(struct reader *rd, struct cur *c)
 	return 0;
 }
 
+/* JOURNAL: a segment of a streamed recording; the run had lasted this long. */
+static int read_journal(struct reader *rd, struct cur *c)
+{
+	double d = get_f64(c);
+
+	if (!in_range(d, 0, 1e8))
+		return bad(rd, "a journal segment at %g s", d);
+	rd->journal = 1;
+	rd->f->r.duration_s = d;
+	return 0;
+}
+
+/* COUNTS: rows whose counts changed since they were written. */
+static int read_counts(struct reader *rd, struct cur *c)
+{
+	struct resolved *r = &rd->f->r;
+	uint64_t n = get_count(c, 2), i, row, count;
+	int64_t delta;
+
+	for (i = 0; i < n && !c->bad; i++) {
+		row = get_varint(c);
+		delta = get_signed(c);
+		if (c->bad || row >= r->nsamples)
+			return bad(rd, "count change %llu: no row %llu", (unsigned long long)i,
+				   (unsigned long long)row);
+		count = r->samples[row].count + (uint64_t)delta;
+		if ((delta < 0 && count > r->samples[row].count) ||
+		    (delta > 0 && count < r->samples[row].count) ||
+		    r->total - r->samples[row].count + count < r->total - r->samples[row].count)
+			return bad(rd, "count change %llu: out of range", (unsigned long long)i);
+		r->total = r->total - r->samples[row].count + count;
+		r->samples[row].count = count;
+	}
+	return 0;
+}
+
+static int cmp_tick(const void *a, const void *b)
+{
+	const struct rtick *x = a, *y = b;
+
+	if (x->t_ns != y->t_ns)
+		return x->t_ns < y->t_ns ? -1 : 1;
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	return x->sample < y->sample ? -1 : x->sample > y->sample;
+}
+
+/*
+ * A journal read to its last complete segment: rows whose count went to
+ * 0 (merged into others by a later snapshot) go, with any tick naming
+ * them; the ticks, appended segment by segment, are put in time order.
+ */
+static int finish_journal(struct tby_file *f)
+{
+	struct resolved *r = &f->r;
+	uint32_t *map = calloc(r->nsamples + 1, sizeof(*map));
+	size_t i, n = 0;
+
+	if (!map)
+		return -ENOMEM;
+	for (i = 0; i < r->nsamples; i++) {
+		map[i] = (uint32_t)n;
+		if (r->samples[i].count) {
+			r->samples[n++] = r->samples[i];
+			continue;
+		}
+		map[i] = UINT32_MAX;
+		free(r->samples[i].frames);
+		free(r->samples[i].tname);
+	}
+	r->nsamples = n;
+	for (i = n = 0; i < r->nticks; i++)
+		if (map[r->ticks[i].sample] != UINT32_MAX) {
+			r->ticks[n] = r->ticks[i];
+			r->ticks[n++].sample = map[r->ticks[i].sample];
+		}
+	r->nticks = n;
+	free(map);
+	qsort(r->ticks, r->nticks, sizeof(*r->ticks), cmp_tick);
+	return 0;
+}
+
 static int read_end(struct reader *rd, struct cur *c)
 {
 	const struct resolved *r = &rd->f->r;
@@ -510,7 +594,7 @@ static int read_record(struct reader *rd, uint64_t type, struct cur *c)
 		[TBY_STRINGS] = read_strings, [TBY_FRAMES] = read_frames,
 		[TBY_SAMPLES] = read_samples, [TBY_THREADS] = read_threads,
 		[TBY_TICKS] = read_ticks, [TBY_TICKS2] = read_ticks2,
-		[TBY_END] = read_end,
+		[TBY_JOURNAL] = read_journal, [TBY_COUNTS] = read_counts, [TBY_END] = read_end,
 	};
 	int ret;
 
@@ -606,6 +690,8 @@ static int read_all(struct reader *rd, const uint8_t *data, size_t len)
 	if (!rd->got_meta)
 		return bad(rd, "no complete chunk (the recording was cut short before its first)");
 	rd->f->partial = !rd->got_end;
+	if (rd->journal && !rd->got_end && (ret = finish_journal(rd->f)))
+		return ret;
 	if (resolved_check(&rd->f->r))
 		return bad(rd, "inconsistent tables");
 	return 0;
