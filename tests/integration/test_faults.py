@@ -594,6 +594,42 @@ def test_ring_buffer_overflow():
 
 
 @timeout(90)
+def test_timeline_ring_full_lost_exact():
+    """--timeline sends every sample through the ring buffer: with the
+    consumer stopped (SIGSTOP) until the ring overflows, the samples taken
+    are exactly the written plus the lost (and dropped), and the timeline
+    (gecko's samples) holds exactly the written ones."""
+    w = start_workload(primary_python(), "threads8.py", 60)
+    folded, gecko = art_path("ringfull.folded"), art_path("ringfull.gecko.json")
+    rate = min(max_sample_rate(), SAFE_MAX_RATE)    # the ring holds ~2 s at any rate
+    prof = start_profiler(w.pid, ["--timeline", "-F", rate, "-d", 60, "-v", "-o", gecko],
+                          stats=True, outfile=folded)
+    _wait_sampling(prof)
+    time.sleep(0.5)
+    prof.signal(signal.SIGSTOP)
+    t0 = time.monotonic()
+    try:
+        while _bpf_lost(prof.pid) == 0:
+            check(time.monotonic() - t0 < 30, "the ring buffer did not overflow in 30 s "
+                  "with its consumer stopped")
+            time.sleep(0.5)
+    finally:
+        prof.signal(signal.SIGCONT)
+    time.sleep(1.0)
+    prof.signal(signal.SIGINT)
+    res = prof.finish(30)
+    w.stop()
+    st = _sound(res, "--timeline -F %d, consumer stopped %.0f s" % (rate, time.monotonic() - t0))
+    check(st["lost"] > 0, "--stats lost=0 although the BPF side counted lost samples %s"
+          % res.where())
+    with open(gecko) as f:
+        g = json.load(f)
+    n = sum(1 for t in g["threads"] for smp in t["samples"]["data"] if smp[0] is not None)
+    check(n == st["written"], "gecko holds %d samples, --stats written %d (lost %d) %s"
+          % (n, st["written"], st["lost"], res.where()))
+
+
+@timeout(90)
 def test_consumer_stopped_counts_in_kernel():
     """8 busy threads at 4999 Hz and the consumer stopped (SIGSTOP) for 5 s:
     the samples are counted in the kernel meanwhile, so none is lost, every
