@@ -475,7 +475,7 @@ static int read_ticks2(struct reader *rd, struct cur *c)
 	uint64_t n = get_count(c, TC_N), unit = get_varint(c), period = get_varint(c), i;
 	int col, ret = 0;
 
-	if (c->bad || !unit || unit > 1000000000 || period > (1ull << 40))
+	if (c->bad || !unit || unit > 1000000000 || period > TBY_PERIOD_MAX)
 		return bad(rd, "tick %zu: bad unit or period", r->nticks);
 	if (array_grow(&r->ticks, &f->ticks_cap, r->nticks + n + 1, sizeof(*r->ticks), 1024) ||
 	    tby_ticks_grow(&f->tstate, r->nthreads))
@@ -486,7 +486,7 @@ static int read_ticks2(struct reader *rd, struct cur *c)
 			ret = tick2_value(rd, &r->ticks[r->nticks + i], col, get_varint(c), unit,
 					  period) ?: (c->bad ? -EINVAL : 0);
 	if (ret)
-		return bad(rd, "tick %zu: bad fields", r->nticks + (size_t)i - 1);
+		return ret == -ENOMEM ? ret : bad(rd, "tick %zu: bad fields", r->nticks + (size_t)i - 1);
 	r->nticks += n;
 	return 0;
 }

@@ -15,6 +15,7 @@
 #define TBY_MRU		16	/* rows remembered per thread */
 #define TBY_UNIT_NS	1000	/* the unit of the times when they allow it */
 #define TBY_CPUS	4096	/* CPUs whose timer phase is followed */
+#define TBY_PERIOD_MAX	(1ull << 40)	/* in units: a reader refuses more */
 
 struct tby_tick_thread {
 	uint64_t next;		/* its previous tick's end (or time): the base */

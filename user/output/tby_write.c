@@ -344,7 +344,8 @@ static void put_ticks(struct tby_writer *w, const struct resolved *r, const stru
 	uint64_t unit = tick_unit(&w->ticks, t, n), period = 0, *v;
 	size_t i, c;
 
-	if (r->rate > 0)
+	/* Within what a reader takes (TBY_PERIOD_MAX); beyond, no prediction. */
+	if (r->rate > 0 && 1e9 / r->rate / (double)unit < (double)TBY_PERIOD_MAX)
 		period = (uint64_t)(1e9 / r->rate / (double)unit + 0.5);
 	v = malloc(n * TC_N * sizeof(*v));
 	if (!v || tby_ticks_grow(&w->ticks, r->nthreads)) {
