@@ -853,17 +853,6 @@ static int tl_thread(struct ingest *in, struct resolved *r, struct hmap *seen,
 	return (int)(r->nthreads - 1);
 }
 
-static int cmp_tick(const void *a, const void *b)
-{
-	const struct rtick *x = a, *y = b;
-
-	if (x->t_ns != y->t_ns)
-		return x->t_ns < y->t_ns ? -1 : 1;
-	if (x->thread != y->thread)
-		return x->thread < y->thread ? -1 : 1;
-	return x->sample < y->sample ? -1 : x->sample > y->sample;
-}
-
 /*
  * The time-ordered samples of r: each sample on the timeline whose row
  * made it into the profile (rows of the live part were just noted by
@@ -906,7 +895,7 @@ static int tl_resolve(struct ingest *in, struct resolved *r)
 	rows_reset(in);
 	if (ret < 0)
 		return ret;
-	qsort(r->ticks, r->nticks, sizeof(*r->ticks), cmp_tick);
+	qsort(r->ticks, r->nticks, sizeof(*r->ticks), rtick_cmp);
 	return 0;
 }
 

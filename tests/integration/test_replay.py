@@ -11,7 +11,8 @@ for byte, the wall-clock creation times included. Then the recording is
 damaged: a newer format version is refused (exit 2), a file cut inside its
 first chunk or with a flipped byte is refused (exit 1), each with one
 `tachyon-bpf: ...` line and nothing on stdout; a file cut after its first
-chunk (the tables) still replays, with a warning, into the same counts.
+chunk (the tables) still replays, with a warning, into the same counts. The
+recording with its timeline takes at most 3 bytes a sample (generous: ~2).
 """
 import json
 import os
@@ -97,8 +98,10 @@ def test_replay_byte_for_byte():
     check(not differ, "replayed %s differ from the live run's %s" % (differ, res.where()))
     samples = sum(int(l.rsplit(b" ", 1)[1]) for l in _read(live["folded"]).splitlines())
     check(samples >= 500, "only %d samples %s" % (samples, res.where()))
-    print("recording: %d bytes, %d samples, %.2f bytes/sample"
-          % (os.path.getsize(tby), samples, os.path.getsize(tby) / samples))
+    per = os.path.getsize(tby) / samples
+    print("recording: %d bytes, %d samples, %.2f bytes/sample" % (os.path.getsize(tby), samples, per))
+    # ~2 here (version 1's nanosecond ticks: 3.6); a bound, not a measurement.
+    check(per <= 3.0, "the recording takes %.2f bytes a sample (want <= 3)" % per)
     _check_diff(tby, live["folded"])
     _check_damaged(tby, _read(live["folded"]))
 

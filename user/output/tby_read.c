@@ -527,17 +527,6 @@ static int read_counts(struct reader *rd, struct cur *c)
 	return 0;
 }
 
-static int cmp_tick(const void *a, const void *b)
-{
-	const struct rtick *x = a, *y = b;
-
-	if (x->t_ns != y->t_ns)
-		return x->t_ns < y->t_ns ? -1 : 1;
-	if (x->thread != y->thread)
-		return x->thread < y->thread ? -1 : 1;
-	return x->sample < y->sample ? -1 : x->sample > y->sample;
-}
-
 /*
  * A journal read to its last complete segment: rows whose count went to
  * 0 (merged into others by a later snapshot) go, with any tick naming
@@ -569,7 +558,7 @@ static int finish_journal(struct tby_file *f)
 		}
 	r->nticks = n;
 	free(map);
-	qsort(r->ticks, r->nticks, sizeof(*r->ticks), cmp_tick);
+	qsort(r->ticks, r->nticks, sizeof(*r->ticks), rtick_cmp);
 	return 0;
 }
 
