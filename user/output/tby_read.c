@@ -251,7 +251,9 @@ static int read_frames(struct reader *rd, struct cur *c)
 
 	for (i = 0; i < n && !c->bad && !ret; i++) {
 		const char *name = str_at(c, rd->f, 0), *file = str_at(c, rd->f, 0), *op;
-		int64_t line = get_signed(c), first = line + get_signed(c);
+		int64_t line = get_signed(c);
+		/* Wrapping: an out-of-range sum fails the int32 check below. */
+		int64_t first = (int64_t)((uint64_t)line + (uint64_t)get_signed(c));
 
 		op = str_at(c, rd->f, 1);
 		if (c->bad || line != (int32_t)line || first != (int32_t)first)
