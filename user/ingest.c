@@ -47,6 +47,7 @@ struct tl_entry {
 };
 
 #define TL_LIVE	(-1)	/* counted in the live profile (or waiting for its stack) */
+#define TL_UNIT_NS	1000	/* the timeline's resolution: 1 us */
 
 struct ingest {
 	const struct options *opt;
@@ -817,10 +818,14 @@ void ingest_set_start(struct ingest *in, uint64_t start_ns)
 	in->tl_base_ns = start_ns;
 }
 
-/* ns since the start of the run; a sample taken just before it is at 0. */
+/*
+ * ns since the start of the run, in whole microseconds (a sample taken
+ * just before it is at 0): the timer's jitter is microseconds, and the
+ * digits below would cost a recording more than a byte a sample.
+ */
 static uint64_t tl_time(const struct ingest *in, uint64_t ns)
 {
-	return ns > in->tl_base_ns ? ns - in->tl_base_ns : 0;
+	return ns > in->tl_base_ns ? (ns - in->tl_base_ns) / TL_UNIT_NS * TL_UNIT_NS : 0;
 }
 
 /* The index of e's thread in r->threads, added with its name if new. */
@@ -846,17 +851,6 @@ static int tl_thread(struct ingest *in, struct resolved *r, struct hmap *seen,
 	};
 	*slot = (void *)(uintptr_t)(++r->nthreads);
 	return (int)(r->nthreads - 1);
-}
-
-static int cmp_tick(const void *a, const void *b)
-{
-	const struct rtick *x = a, *y = b;
-
-	if (x->t_ns != y->t_ns)
-		return x->t_ns < y->t_ns ? -1 : 1;
-	if (x->thread != y->thread)
-		return x->thread < y->thread ? -1 : 1;
-	return x->sample < y->sample ? -1 : x->sample > y->sample;
 }
 
 /*
@@ -901,7 +895,7 @@ static int tl_resolve(struct ingest *in, struct resolved *r)
 	rows_reset(in);
 	if (ret < 0)
 		return ret;
-	qsort(r->ticks, r->nticks, sizeof(*r->ticks), cmp_tick);
+	qsort(r->ticks, r->nticks, sizeof(*r->ticks), rtick_cmp);
 	return 0;
 }
 

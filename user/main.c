@@ -25,9 +25,11 @@
 #include "kfeatures.h"
 #include "safefile.h"
 #include "output/output.h"
+#include "output/tby.h"
 #include "proc.h"
 #include "progress.h"
 #include "pyroscope.h"
+#include "recstream.h"
 #include "replay.h"
 #include "session.h"
 #include "stats.h"
@@ -146,6 +148,8 @@ struct hooks {
 	struct progress progress;
 	struct pyroscope pyro;
 	int pyro_on;
+	struct rec_stream stream;	/* -o prof.tby, written as the run goes */
+	FILE *tby_out;			/* ... its file, or NULL */
 };
 
 static void on_tick(struct session *s, void *ctx)
@@ -158,6 +162,7 @@ static void on_tick(struct session *s, void *ctx)
 		pyroscope_push(&h->pyro, s, 0);
 	}
 	progress_tick(&h->progress, s);
+	rec_stream_tick(&h->stream, s);
 }
 
 static int hooks_attach(struct hooks *h, struct session *s, const struct options *o)
@@ -168,7 +173,8 @@ static int hooks_attach(struct hooks *h, struct session *s, const struct options
 			return TB_EXIT_RUNTIME;
 		h->pyro_on = 1;
 	}
-	if (!h->progress.on && !h->pyro_on)
+	rec_stream_init(&h->stream, h->tby_out);
+	if (!h->progress.on && !h->pyro_on && !h->stream.out)
 		return 0;
 	session_set_tick(s, on_tick, h, 0.5);
 	return 0;
@@ -178,6 +184,7 @@ static void hooks_free(struct hooks *h)
 {
 	if (h->pyro_on)
 		pyroscope_free(&h->pyro);
+	rec_stream_free(&h->stream);
 }
 
 /* The files of -o given again, opened before the run like the first. */
@@ -277,12 +284,7 @@ static int finish(struct session *s, FILE *out, FILE *statsf, struct hooks *h)
 	int ret, empty, err;
 
 	session_snapshot(s, &v);
-	r = (struct resolved){
-		.event = v.opt->event->name, .rate = v.opt->rate_hz,
-		.mode = cli_mode_name(v.opt->mode),
-		.rate_text = cli_rate_text(v.opt, rate, sizeof(rate)),
-		.start_unix = v.st.start_unix, .duration_s = v.st.seconds,
-	};
+	rec_profile_meta(&v, &r, rate, sizeof(rate));
 	if (session_resolve(s, &r)) {
 		tb_error("writing the profile: out of memory");
 		resolved_free(&r);
@@ -336,6 +338,19 @@ static int record(struct session *s, const struct options *o, FILE *out, FILE *s
 	return v.stop == STOP_ERROR ? TB_EXIT_RUNTIME : finish(s, out, statsf, top ? NULL : h);
 }
 
+/* The -o file that gets the binary recording, if one does. */
+static FILE *tby_output(const struct options *o, FILE *out)
+{
+	int i;
+
+	if (o->writer && o->writer->write == output_binary)
+		return out;
+	for (i = 0; i < o->nmore; i++)
+		if (o->more_writer[i]->write == output_binary)
+			return more_out[i];
+	return NULL;
+}
+
 static int run(struct options *o, FILE *out, FILE *statsf)
 {
 	static struct hooks h;
@@ -353,6 +368,7 @@ static int run(struct options *o, FILE *out, FILE *statsf)
 		session_free(s);
 		return ret == -EINVAL ? TB_EXIT_USAGE : TB_EXIT_RUNTIME;
 	}
+	h.tby_out = tby_output(o, out);
 	ret = attach(s, o, &tp, &h);
 	if (!ret && session_start(s))
 		ret = TB_EXIT_RUNTIME;

@@ -53,7 +53,7 @@ static uint8_t *wrap(const uint8_t *rec, size_t n, uint8_t sel, uint8_t cut, siz
 	FUZZ_CHECK(out, "malloc");
 	memset(out, 0, TBY_HEADER_SIZE);
 	memcpy(out, TBY_MAGIC, 4);
-	out[4] = sel >> 6 == 3 ? 2 : 1;	/* now and then a newer version */
+	out[4] = sel >> 6 == 3 ? TBY_VERSION + 1 : ((sel >> 1) & 1) + 1;	/* now and then a newer version */
 	*len = TBY_HEADER_SIZE;
 	add_chunk(out, len, rec, at);
 	add_chunk(out, len, rec + at, n - at);

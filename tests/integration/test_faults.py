@@ -558,6 +558,27 @@ def test_thread_switches_interpreter(python):
 SAFE_MAX_RATE = 20000
 
 
+def _overflow_and_end(prof, limit, more, end_timeout):
+    """Once sampling, stop the consumer (SIGSTOP) until the BPF side counts
+    lost samples, `more` seconds beyond; let it go on for a second, then end
+    the run (SIGINT). Its result, and the seconds since the stop."""
+    _wait_sampling(prof)
+    time.sleep(0.5)
+    prof.signal(signal.SIGSTOP)
+    t0 = time.monotonic()
+    try:
+        while _bpf_lost(prof.pid) == 0:
+            check(time.monotonic() - t0 < limit, "the ring buffer did not overflow in %d s "
+                  "with its consumer stopped" % limit)
+            time.sleep(0.5)
+        time.sleep(more)
+    finally:
+        prof.signal(signal.SIGCONT)
+    time.sleep(1.0)
+    prof.signal(signal.SIGINT)
+    return prof.finish(end_timeout), time.monotonic() - t0
+
+
 @timeout(120)
 def test_ring_buffer_overflow():
     """The highest rate (kernel.perf_event_max_sample_rate, at most
@@ -570,27 +591,36 @@ def test_ring_buffer_overflow():
     rate = min(max_sample_rate(), SAFE_MAX_RATE)
     w = start_workload(python, "depths.py", 90)
     prof = start_profiler(w.pid, ["-F", rate, "-d", 60, "-v"], stats=True)
-    _wait_sampling(prof)
-    time.sleep(0.5)
-    prof.signal(signal.SIGSTOP)
-    t0 = time.monotonic()
-    try:
-        while _bpf_lost(prof.pid) == 0:
-            check(time.monotonic() - t0 < 60, "the ring buffer did not overflow in 60 s "
-                  "with its consumer stopped")
-            time.sleep(0.5)
-        time.sleep(1.0)                 # and some more
-    finally:
-        prof.signal(signal.SIGCONT)
-    time.sleep(1.0)
-    prof.signal(signal.SIGINT)
-    res = prof.finish(60)
-    st = _sound(res, "-F %d, consumer stopped %.0f s" % (rate, time.monotonic() - t0))
+    res, secs = _overflow_and_end(prof, 60, 1.0, 60)
+    st = _sound(res, "-F %d, consumer stopped %.0f s" % (rate, secs))
     check(st["lost"] > 0, "--stats lost=0 although the BPF side counted lost samples %s"
           % res.where())
     check(re.search(r"lost [1-9]\d*", res.err_text),
           "stderr does not report the lost samples: %s" % res.err_text[-400:])
     check(st["written"] >= 1000, "only %d samples written" % st["written"])
+
+
+@timeout(90)
+def test_timeline_ring_full_lost_exact():
+    """--timeline sends every sample through the ring buffer: with the
+    consumer stopped (SIGSTOP) until the ring overflows, the samples taken
+    are exactly the written plus the lost (and dropped), and the timeline
+    (gecko's samples) holds exactly the written ones."""
+    w = start_workload(primary_python(), "threads8.py", 60)
+    folded, gecko = art_path("ringfull.folded"), art_path("ringfull.gecko.json")
+    rate = min(max_sample_rate(), SAFE_MAX_RATE)    # the ring holds ~2 s at any rate
+    prof = start_profiler(w.pid, ["--timeline", "-F", rate, "-d", 60, "-v", "-o", gecko],
+                          stats=True, outfile=folded)
+    res, secs = _overflow_and_end(prof, 30, 0, 30)
+    w.stop()
+    st = _sound(res, "--timeline -F %d, consumer stopped %.0f s" % (rate, secs))
+    check(st["lost"] > 0, "--stats lost=0 although the BPF side counted lost samples %s"
+          % res.where())
+    with open(gecko) as f:
+        g = json.load(f)
+    n = sum(1 for t in g["threads"] for smp in t["samples"]["data"] if smp[0] is not None)
+    check(n == st["written"], "gecko holds %d samples, --stats written %d (lost %d) %s"
+          % (n, st["written"], st["lost"], res.where()))
 
 
 @timeout(90)

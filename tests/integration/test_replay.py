@@ -1,5 +1,9 @@
 """Binary recording (-o prof.tby) and tachyon-bpf replay.
 
+A run killed with SIGKILL mid-way leaves the recording it streamed so far
+(a segment a second or so): it replays, with a warning, into samples whose
+names, threads and totals agree across formats.
+
 One live run (named_threads.py, wall mode so that off-CPU intervals are in
 the timeline, --timeline) writes the recording and six other formats at
 once (-o given again); replaying the recording must give each of them byte
@@ -7,13 +11,18 @@ for byte, the wall-clock creation times included. Then the recording is
 damaged: a newer format version is refused (exit 2), a file cut inside its
 first chunk or with a flipped byte is refused (exit 1), each with one
 `tachyon-bpf: ...` line and nothing on stdout; a file cut after its first
-chunk (the tables) still replays, with a warning, into the same counts.
+chunk (the tables) still replays, with a warning, into the same counts. The
+recording with its timeline takes at most 3 bytes a sample (generous: ~2).
 """
+import json
 import os
+import signal
 import struct
 import subprocess
+import time
 
-from common import art_path, binary, check, primary_python, run_profiler, start_workload, timeout
+from common import (art_path, binary, check, primary_python, run_profiler, start_profiler,
+                    start_workload, timeout)
 
 FORMATS = ["folded", "speedscope.json", "pb.gz", "gecko.json", "trace.json", "pstats", "svg"]
 
@@ -47,8 +56,8 @@ def _refused(path, rc_want, words):
 
 def _check_damaged(tby, live_folded):
     data = _read(tby)
-    check(data[:5] == b"TBY\x1a\x01", "%s starts %r, not the TBY header" % (tby, data[:8]))
-    _refused(_variant(data[:4] + b"\x02" + data[5:], "newer.tby"), 2, "newer")
+    check(data[:5] == b"TBY\x1a\x02", "%s starts %r, not the TBY header" % (tby, data[:8]))
+    _refused(_variant(data[:4] + b"\x03" + data[5:], "newer.tby"), 2, "newer")
     first = 8 + 12 + struct.unpack("<I", data[12:16])[0]
     check(first < len(data), "%s: one chunk only (%d bytes): the tables and the ticks "
           "should be chunks of their own" % (tby, len(data)))
@@ -89,8 +98,10 @@ def test_replay_byte_for_byte():
     check(not differ, "replayed %s differ from the live run's %s" % (differ, res.where()))
     samples = sum(int(l.rsplit(b" ", 1)[1]) for l in _read(live["folded"]).splitlines())
     check(samples >= 500, "only %d samples %s" % (samples, res.where()))
-    print("recording: %d bytes, %d samples, %.2f bytes/sample"
-          % (os.path.getsize(tby), samples, os.path.getsize(tby) / samples))
+    per = os.path.getsize(tby) / samples
+    print("recording: %d bytes, %d samples, %.2f bytes/sample" % (os.path.getsize(tby), samples, per))
+    # ~2 here (version 1's nanosecond ticks: 3.6); a bound, not a measurement.
+    check(per <= 3.0, "the recording takes %.2f bytes a sample (want <= 3)" % per)
     _check_diff(tby, live["folded"])
     _check_damaged(tby, _read(live["folded"]))
 
@@ -104,3 +115,51 @@ def _check_diff(tby, folded):
     check(p.returncode == 0 and lines and not changed,
           "diff %s %s: exit %d, %d lines, changed: %s %r"
           % (tby, folded, p.returncode, len(lines), changed[:3], p.stderr))
+
+
+def _wait_segments(tby, prof, seconds):
+    """Until the streamed recording has been growing for `seconds`."""
+    deadline, since = time.monotonic() + 20, None
+    while time.monotonic() < deadline and prof.proc.poll() is None:
+        if since is None and os.path.exists(tby) and os.path.getsize(tby) > 8:
+            since = time.monotonic()
+        if since is not None and time.monotonic() - since >= seconds:
+            return
+        time.sleep(0.1)
+    fail_at = "profiler exited" if prof.proc.poll() is not None else "nothing streamed in 20 s"
+    check(False, "%s: %s" % (tby, fail_at))
+
+
+@timeout(120)
+def test_replay_killed_run():
+    w = start_workload(primary_python(), "named_threads.py", 60)
+    tby = art_path("killed.tby")
+    try:
+        prof = start_profiler(w.pid, ["--timeline", "-F", 499, "-d", 30], outfile=tby)
+        _wait_segments(tby, prof, 2.5)
+        prof.signal(signal.SIGKILL)
+        res = prof.finish(10)
+    finally:
+        w.stop()
+    check(res.rc == -signal.SIGKILL, "profiler exit %r, not killed %s" % (res.rc, res.where()))
+    outs = {f: art_path("killed." + f) for f in ("folded", "gecko.json", "trace.json")}
+    args = [tby]
+    for f in outs:
+        args += ["-o", outs[f]]
+    rc, out, err = _replay(*args)
+    check(rc == 0 and out == b"" and "cut short" in err,
+          "replay of a killed run's %s: exit %d, %r" % (tby, rc, err))
+    stacks = [l.rsplit(b" ", 1) for l in _read(outs["folded"]).splitlines()]
+    total = sum(int(n) for _, n in stacks)
+    spin = sum(int(n) for st, n in stacks if st.split(b";")[-1].startswith(b"spin "))
+    check(total > 100 and spin > total // 2,
+          "killed run: %d samples, %d in spin (want > 100, most of them)" % (total, spin))
+    with open(outs["gecko.json"]) as f:
+        g = json.load(f)
+    names = {t["name"] for t in g["threads"]}
+    in_gecko = sum(1 for t in g["threads"] for s in t["samples"]["data"] if s[0] is not None)
+    check({"producer", "hasher"} <= names and in_gecko == total,
+          "killed run: gecko threads %s, %d samples; collapsed %d" % (sorted(names), in_gecko,
+                                                                     total))
+    with open(outs["trace.json"]) as f:
+        json.load(f)

@@ -351,3 +351,14 @@ int resolved_function_totals(const struct resolved *r, const struct func_table *
 	free(stamp);
 	return 0;
 }
+
+int rtick_cmp(const void *a, const void *b)
+{
+	const struct rtick *x = a, *y = b;
+
+	if (x->t_ns != y->t_ns)
+		return x->t_ns < y->t_ns ? -1 : 1;
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	return x->sample < y->sample ? -1 : x->sample > y->sample;
+}

@@ -150,6 +150,9 @@ size_t resolved_merge_last(struct resolved *r, int by_proc, int by_thread);
  */
 int resolved_check(const struct resolved *r);
 
+/* Ticks in time order, then by thread, then row (qsort): < 0, 0, > 0. */
+int rtick_cmp(const void *a, const void *b);
+
 /* Frames ordered by name, then file (strcmp): < 0, 0, > 0. */
 int rframe_cmp_place(const struct rframe *x, const struct rframe *y);
 

@@ -13,9 +13,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "output/model.h"
+#include "output/tby_ticks.h"
 
 #define TBY_MAGIC	"TBY\x1a"
-#define TBY_VERSION	1
+#define TBY_VERSION	2
 #define TBY_HEADER_SIZE	8	/* magic, version, 3 bytes zero */
 #define TBY_CHUNK_HEAD	12	/* raw size, compressed size, CRC-32 of the raw bytes */
 /* A chunk's records decompressed: the writer closes one past 64 KiB; a
@@ -29,7 +30,10 @@ enum tby_record {
 	TBY_FRAMES = 4,
 	TBY_SAMPLES = 5,
 	TBY_THREADS = 6,
-	TBY_TICKS = 7,
+	TBY_TICKS = 7,		/* version 1's (read, no longer written) */
+	TBY_TICKS2 = 8,
+	TBY_JOURNAL = 9,	/* a streamed segment begins (tby_stream.c) */
+	TBY_COUNTS = 10,	/* a streamed segment's count changes */
 	TBY_END = 15,
 };
 
@@ -44,7 +48,21 @@ struct tby_file {
 	/* while reading */
 	char **strs;
 	size_t nstr, str_cap, frames_cap, threads_cap, ticks_cap;
+	struct tby_tick_state tstate;	/* what TICKS2 columns predict from */
 };
+
+/*
+ * The recording while the run goes on: each call appends what changed
+ * since the last (a journal segment) to out, flushed. 0, or the writer's
+ * error (then every later call fails with it). output_binary over the
+ * same file at the end writes the whole recording instead.
+ */
+struct tby_stream;
+struct tby_stream *tby_stream_new(FILE *out);
+int tby_stream_append(struct tby_stream *st, const struct resolved *r);
+/* 1 once a segment went out (the file then is the stream's). */
+int tby_stream_started(const struct tby_stream *st);
+void tby_stream_free(struct tby_stream *st);
 
 /* Write r as a recording. 0, -EPIPE, -ENOMEM or -EIO. */
 int output_binary(FILE *out, const struct resolved *r);

@@ -23,6 +23,7 @@ struct reader {
 	char *why;
 	size_t whylen;
 	int got_meta, got_end;
+	int journal;		/* a streamed recording (JOURNAL records) */
 };
 
 static uint64_t get_varint(struct cur *c)
@@ -188,7 +189,8 @@ static int read_procs(struct reader *rd, struct cur *c)
 	struct rproc *p;
 	int ret;
 
-	if (rd->f->r.nprocs || rd->f->r.nsamples)
+	/* A journal's segments each give the table, which only grows. */
+	if ((rd->f->r.nprocs || rd->f->r.nsamples) && (!rd->journal || n < rd->f->r.nprocs))
 		return bad(rd, "a second process table");
 	p = calloc(n + 1, sizeof(*p));
 	if (!p)
@@ -249,7 +251,9 @@ static int read_frames(struct reader *rd, struct cur *c)
 
 	for (i = 0; i < n && !c->bad && !ret; i++) {
 		const char *name = str_at(c, rd->f, 0), *file = str_at(c, rd->f, 0), *op;
-		int64_t line = get_signed(c), first = line + get_signed(c);
+		int64_t line = get_signed(c);
+		/* Wrapping: an out-of-range sum fails the int32 check below. */
+		int64_t first = (int64_t)((uint64_t)line + (uint64_t)get_signed(c));
 
 		op = str_at(c, rd->f, 1);
 		if (c->bad || line != (int32_t)line || first != (int32_t)first)
@@ -412,6 +416,154 @@ static int read_ticks(struct reader *rd, struct cur *c)
 	return ret;
 }
 
+enum { TC_THREAD, TC_ROW, TC_TID, TC_CPU, TC_DUR, TC_WEIGHT, TC_Q, TC_REM, TC_N };
+
+/* t = base + (q * period + rem) * unit, each step checked. */
+static int tick_time(uint64_t base, int64_t q, int64_t rem, uint64_t unit, uint64_t period,
+		     uint64_t *t)
+{
+	int64_t d, x;
+
+	if (__builtin_mul_overflow(q, (int64_t)period, &d) || __builtin_add_overflow(d, rem, &d) ||
+	    __builtin_mul_overflow(d, (int64_t)unit, &d) ||
+	    __builtin_add_overflow((int64_t)base, d, &x) || x < 0)
+		return -EINVAL;
+	*t = (uint64_t)x;
+	return 0;
+}
+
+/* One value of a TICKS2 column into tick k (see tby_ticks.h). */
+static int tick2_value(struct reader *rd, struct rtick *k, int col, uint64_t u, uint64_t unit,
+		       uint64_t period)
+{
+	struct tby_tick_state *st = &rd->f->tstate;
+	const struct resolved *r = &rd->f->r;
+	struct tby_tick_thread *th = col ? &st->th[k->thread] : NULL;
+	int64_t s = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+
+	switch (col) {
+	case TC_THREAD:
+		k->thread = (uint32_t)u;
+		return u < r->nthreads ? 0 : -EINVAL;
+	case TC_ROW:
+		return tby_row_of(th, u, r->nsamples, &k->sample);
+	case TC_TID:
+		s += r->threads[k->thread].tid;
+		k->tid = (uint32_t)s;
+		return s < 0 || s > UINT32_MAX ? -EINVAL : 0;
+	case TC_CPU:
+		k->cpu = th->cpu = u ? (uint32_t)(u - 1) : th->cpu;
+		return u > (uint64_t)UINT32_MAX + 1 ? -EINVAL : 0;
+	case TC_DUR:	/* end - t, kept in end_ns until the time is known */
+	case TC_WEIGHT:
+		*(col == TC_DUR ? &k->end_ns : &k->weight) = u;
+		return col == TC_DUR && u > (UINT64_MAX >> 2) / unit ? -EINVAL : 0;
+	case TC_Q:	/* kept in t_ns until the remainder comes */
+		k->t_ns = (uint64_t)s;
+		return 0;
+	}
+	if (tick_time(tby_time_base(st, th, k->cpu, k->end_ns), (int64_t)k->t_ns, s, unit, period,
+		      &k->t_ns) ||
+	    __builtin_add_overflow(k->t_ns, k->end_ns * unit, &k->end_ns))
+		return -EINVAL;
+	return tby_time_note(st, th, k->cpu, k->t_ns, k->end_ns);
+}
+
+/* A TICKS2 record: n, unit, period, then TC_N columns of n values. */
+static int read_ticks2(struct reader *rd, struct cur *c)
+{
+	struct tby_file *f = rd->f;
+	struct resolved *r = &f->r;
+	uint64_t n = get_count(c, TC_N), unit = get_varint(c), period = get_varint(c), i;
+	int col, ret = 0;
+
+	if (c->bad || !unit || unit > 1000000000 || period > TBY_PERIOD_MAX)
+		return bad(rd, "tick %zu: bad unit or period", r->nticks);
+	if (array_grow(&r->ticks, &f->ticks_cap, r->nticks + n + 1, sizeof(*r->ticks), 1024) ||
+	    tby_ticks_grow(&f->tstate, r->nthreads))
+		return -ENOMEM;
+	memset(r->ticks + r->nticks, 0, n * sizeof(*r->ticks));
+	for (col = 0; col < TC_N && !ret; col++)
+		for (i = 0; i < n && !ret; i++)
+			ret = tick2_value(rd, &r->ticks[r->nticks + i], col, get_varint(c), unit,
+					  period) ?: (c->bad ? -EINVAL : 0);
+	if (ret)
+		return ret == -ENOMEM ? ret : bad(rd, "tick %zu: bad fields", r->nticks + (size_t)i - 1);
+	r->nticks += n;
+	return 0;
+}
+
+/* JOURNAL: a segment of a streamed recording; the run had lasted this long. */
+static int read_journal(struct reader *rd, struct cur *c)
+{
+	double d = get_f64(c);
+
+	if (!in_range(d, 0, 1e8))
+		return bad(rd, "a journal segment at %g s", d);
+	rd->journal = 1;
+	rd->f->r.duration_s = d;
+	return 0;
+}
+
+/* COUNTS: rows whose counts changed since they were written. */
+static int read_counts(struct reader *rd, struct cur *c)
+{
+	struct resolved *r = &rd->f->r;
+	uint64_t n = get_count(c, 2), i, row, count;
+	int64_t delta;
+
+	for (i = 0; i < n && !c->bad; i++) {
+		row = get_varint(c);
+		delta = get_signed(c);
+		if (c->bad || row >= r->nsamples)
+			return bad(rd, "count change %llu: no row %llu", (unsigned long long)i,
+				   (unsigned long long)row);
+		count = r->samples[row].count + (uint64_t)delta;
+		if ((delta < 0 && count > r->samples[row].count) ||
+		    (delta > 0 && count < r->samples[row].count) ||
+		    r->total - r->samples[row].count + count < r->total - r->samples[row].count)
+			return bad(rd, "count change %llu: out of range", (unsigned long long)i);
+		r->total = r->total - r->samples[row].count + count;
+		r->samples[row].count = count;
+	}
+	return 0;
+}
+
+/*
+ * A journal read to its last complete segment: rows whose count went to
+ * 0 (merged into others by a later snapshot) go, with any tick naming
+ * them; the ticks, appended segment by segment, are put in time order.
+ */
+static int finish_journal(struct tby_file *f)
+{
+	struct resolved *r = &f->r;
+	uint32_t *map = calloc(r->nsamples + 1, sizeof(*map));
+	size_t i, n = 0;
+
+	if (!map)
+		return -ENOMEM;
+	for (i = 0; i < r->nsamples; i++) {
+		map[i] = (uint32_t)n;
+		if (r->samples[i].count) {
+			r->samples[n++] = r->samples[i];
+			continue;
+		}
+		map[i] = UINT32_MAX;
+		free(r->samples[i].frames);
+		free(r->samples[i].tname);
+	}
+	r->nsamples = n;
+	for (i = n = 0; i < r->nticks; i++)
+		if (map[r->ticks[i].sample] != UINT32_MAX) {
+			r->ticks[n] = r->ticks[i];
+			r->ticks[n++].sample = map[r->ticks[i].sample];
+		}
+	r->nticks = n;
+	free(map);
+	qsort(r->ticks, r->nticks, sizeof(*r->ticks), rtick_cmp);
+	return 0;
+}
+
 static int read_end(struct reader *rd, struct cur *c)
 {
 	const struct resolved *r = &rd->f->r;
@@ -432,7 +584,8 @@ static int read_record(struct reader *rd, uint64_t type, struct cur *c)
 		[TBY_META] = read_meta, [TBY_PROCS] = read_procs,
 		[TBY_STRINGS] = read_strings, [TBY_FRAMES] = read_frames,
 		[TBY_SAMPLES] = read_samples, [TBY_THREADS] = read_threads,
-		[TBY_TICKS] = read_ticks, [TBY_END] = read_end,
+		[TBY_TICKS] = read_ticks, [TBY_TICKS2] = read_ticks2,
+		[TBY_JOURNAL] = read_journal, [TBY_COUNTS] = read_counts, [TBY_END] = read_end,
 	};
 	int ret;
 
@@ -528,6 +681,8 @@ static int read_all(struct reader *rd, const uint8_t *data, size_t len)
 	if (!rd->got_meta)
 		return bad(rd, "no complete chunk (the recording was cut short before its first)");
 	rd->f->partial = !rd->got_end;
+	if (rd->journal && !rd->got_end && (ret = finish_journal(rd->f)))
+		return ret;
 	if (resolved_check(&rd->f->r))
 		return bad(rd, "inconsistent tables");
 	return 0;
@@ -557,6 +712,7 @@ void tby_free(struct tby_file *f)
 	size_t i;
 
 	resolved_free(&f->r);
+	tby_ticks_free(&f->tstate);
 	for (i = 0; i < f->nstr; i++)
 		free(f->strs[i]);
 	free(f->strs);
