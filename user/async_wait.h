@@ -36,6 +36,7 @@ struct wait_stack {
 	struct tb_stack *rec;	/* rec->stack_id: the frames and the chain */
 	size_t size;		/* of rec */
 	struct task_chain *chain;	/* NULL once handed over */
+	uint64_t task;		/* its address */
 };
 
 /* The waiting tasks of one thread during one off-CPU interval. */

@@ -234,6 +234,31 @@ int resolved_check(const struct resolved *r)
 	return 0;
 }
 
+int resolved_number_lanes(struct resolved *r)
+{
+	struct hmap seen;
+	void **slot;
+	size_t i;
+
+	if (hmap_init(&seen, 2 * sizeof(uint32_t)))
+		return -ENOMEM;
+	for (i = 0; i < r->nthreads; i++) {
+		struct rthread *t = &r->threads[i];
+		uint32_t key[2] = { t->proc, t->tid };
+
+		slot = hmap_put(&seen, key, NULL);
+		if (!slot) {
+			hmap_free(&seen);
+			return -ENOMEM;
+		}
+		/* the value: how many came before, as a pointer-sized count */
+		t->lane = (uint32_t)(uintptr_t)*slot;
+		*slot = (void *)((uintptr_t)*slot + 1);
+	}
+	hmap_free(&seen);
+	return 0;
+}
+
 void resolved_free(struct resolved *r)
 {
 	size_t i;
