@@ -727,6 +727,11 @@ static int credit_waits(struct ingest *in, uint32_t pid, uint32_t tid, uint32_t 
 
 	if (!w || w->pid != pid || !(flags & TB_SF_OFFCPU) || !w->n) {
 		async_wait_free(w);
+		/* the loop's own stack keeps it: say how much (-v) */
+		if (in->aw && (flags & TB_SF_OFFCPU) && async_waits_is_loop(in->aw, tid)) {
+			in->cnt.async_wait_kept++;
+			in->cnt.async_wait_kept_periods += weight;
+		}
 		return 0;
 	}
 	for (i = 0; i < w->n; i++) {
