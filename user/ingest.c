@@ -708,6 +708,19 @@ static uint32_t tl_lane(struct ingest *in, uint32_t target, uint32_t tid,
 	return (uint32_t)in->nlanes;
 }
 
+/* An off-CPU interval of event loop thread tid that no read gave to its
+ * waiting tasks keeps its own stack: counted (-v), unless that stack is a
+ * running task's (preempted, or blocking inside a coroutine). */
+static void note_kept(struct ingest *in, uint32_t tid, uint64_t stack_id, uint64_t weight)
+{
+	const struct stack_frames *sf = profile_stack(&in->prof, stack_id);
+
+	if ((sf && sf->tasks) || !async_waits_is_loop(in->aw, tid))
+		return;
+	in->cnt.async_wait_kept++;
+	in->cnt.async_wait_kept_periods += weight;
+}
+
 /*
  * --async-aware wall mode: an off-CPU interval of tid, `when` (from
  * when->start_ns to when->time_ns). If its waiting tasks were read then
@@ -715,8 +728,8 @@ static uint32_t tl_lane(struct ingest *in, uint32_t target, uint32_t tid,
  * own stack none: 1. Else 0. With --timeline each task's copy of the
  * interval goes into its own lane: they overlap.
  */
-static int credit_waits(struct ingest *in, uint32_t pid, uint32_t tid, uint32_t flags,
-			uint64_t weight, const struct tb_timed *when)
+static int credit_waits(struct ingest *in, uint32_t pid, uint32_t tid, uint64_t stack_id,
+			uint32_t flags, uint64_t weight, const struct tb_timed *when)
 {
 	struct wait_snap *w = in->aw ? async_waits_take(in->aw, tid, when->start_ns) : NULL;
 	const struct tb_timed *timed = in->opt->timeline ? when : NULL;
@@ -727,11 +740,8 @@ static int credit_waits(struct ingest *in, uint32_t pid, uint32_t tid, uint32_t 
 
 	if (!w || w->pid != pid || !(flags & TB_SF_OFFCPU) || !w->n) {
 		async_wait_free(w);
-		/* the loop's own stack keeps it: say how much (-v) */
-		if (in->aw && (flags & TB_SF_OFFCPU) && async_waits_is_loop(in->aw, tid)) {
-			in->cnt.async_wait_kept++;
-			in->cnt.async_wait_kept_periods += weight;
-		}
+		if (in->aw && (flags & TB_SF_OFFCPU))
+			note_kept(in, tid, stack_id, weight);
 		return 0;
 	}
 	for (i = 0; i < w->n; i++) {
@@ -803,7 +813,8 @@ void ingest_credit_offcpu(struct ingest *in, uint64_t end_ns)
 		};
 
 		in->cnt.offcpu_final += v[i].periods;
-		if (credit_waits(in, v[i].pid, v[i].tid, v[i].flags, v[i].periods, &when))
+		if (credit_waits(in, v[i].pid, v[i].tid, v[i].stack_id, v[i].flags, v[i].periods,
+				 &when))
 			continue;
 		add_sample(in, v[i].pid, v[i].tid, v[i].stack_id, v[i].flags, v[i].kstack,
 			   v[i].periods, in->opt->timeline ? &when : NULL);
@@ -856,7 +867,8 @@ void ingest_record(struct ingest *in, const void *data, size_t size)
 	} else if (kind == TB_REC_TIMED && size >= sizeof(struct tb_timed)) {
 		in->cnt.received++;
 		/* --async-aware wall mode times off-CPU credits without --timeline */
-		if (!credit_waits(in, smp->pid, smp->tid, smp->flags, smp->weight, data))
+		if (!credit_waits(in, smp->pid, smp->tid, smp->stack_id, smp->flags, smp->weight,
+				  data))
 			add_sample(in, smp->pid, smp->tid, smp->stack_id, smp->flags,
 				   smp->kstack, smp->weight, in->opt->timeline ? data : NULL);
 	} else if (kind == TB_REC_TASKS && size >= TB_TASKS_HDR_SIZE) {
