@@ -11,10 +11,10 @@ task measured by the tasks themselves) and tests/workloads/async_churn.py
 import json
 import os
 import re
+import subprocess
 
-from common import (Interp, art_path, check, check_stats_invariant, fail, run_profiler,
-                    speedscope_app,
-                    start_workload, timeout,
+from common import (Interp, art_path, binary, check, check_stats_invariant, fail,
+                    run_profiler, speedscope_app, start_workload, timeout,
                     pyenv_python)
 
 LABEL = re.compile(r"^(?P<name>\S+) (?P<coro>[A-Za-z_][\w.<>]*)$")
@@ -405,14 +405,16 @@ def test_async_wall_timeline():
     """--timeline (gecko, speedscope, Chrome trace): each task waiting while
     the loop is off CPU gets the interval on a lane of its own, under its
     own chain, with the same shares as the counted profile; the stats
-    invariant holds; speedscope's app opens the file."""
+    invariant holds; the .tby recording replays into the same lanes;
+    speedscope's app opens the file."""
     rate, secs = 250, 4
     for k, py in enumerate(_sid_pythons()):
         w = start_workload(py, "async_waits.py", 6.5)
-        out, gecko, trace = (art_path("async_wall.%s" % e)
-                             for e in ("speedscope.json", "gecko.json", "trace.json"))
+        out, gecko, trace, tby, again = (
+            art_path("async_wall.%s" % e) for e in
+            ("speedscope.json", "gecko.json", "trace.json", "tby", "replayed.speedscope.json"))
         res = run_profiler(w.pid, ["--async-aware", "-m", "wall", "-F", rate, "-d", secs,
-                                   "-o", gecko, "-o", trace], outfile=out,
+                                   "-o", gecko, "-o", trace, "-o", tby], outfile=out,
                            timeout=40, stats=True).expect_ok()
         truth = json.loads(_read_tagged(w, "TRUTH", 30))
         where = res.where()
@@ -423,6 +425,11 @@ def test_async_wall_timeline():
                      rate * secs, where)
         with open(gecko) as g, open(trace) as t:
             _check_tracks(py, json.load(g), json.load(t), lanes, rate, where)
+        rep = subprocess.run([binary(), "replay", tby, "-o", again], capture_output=True)
+        with open(out, "rb") as a, open(again, "rb") as b:
+            check(rep.returncode == 0 and a.read() == b.read(),
+                  "%s: the .tby replays into another speedscope file (exit %d: %s) %s"
+                  % (py.label, rep.returncode, rep.stderr[-300:], where))
         w.stop()
         if k:
             continue
