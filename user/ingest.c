@@ -1000,7 +1000,8 @@ static int tl_resolve(struct ingest *in, struct resolved *r)
 	if (ret < 0)
 		return ret;
 	qsort(r->ticks, r->nticks, sizeof(*r->ticks), cmp_tick);
-	return resolved_number_lanes(r);
+	ret = resolved_number_lanes(r);
+	return ret ? ret : resolved_pool_lanes(r);
 }
 
 int ingest_resolve(struct ingest *in, struct resolved *r)

@@ -348,9 +348,14 @@ def _speedscope_frame(f):
     return ("label", m["name"], m["coro"]) if m else ("marker", f["name"])
 
 
+# "pid N script (Python V) THREAD: TASK (waiting) (tid N)", a task's own
+# lane, or "... THREAD: waiting tasks (K) (tid N)", one the others share
+LANE = re.compile(r"\) (\S.*(?:\(waiting\)|: waiting tasks \(\d+\))) \(tid \d+\)$")
+
+
 def _lanes(doc, rate, py, where):
     """{profile name: [(frames, periods)]} of a --timeline speedscope file;
-    each waiting task's lane holds that task alone."""
+    each waiting task's own lane holds that task alone."""
     frames = [_speedscope_frame(f) for f in doc["shared"]["frames"]]
     out = {}
     for p in doc["profiles"]:
@@ -366,12 +371,13 @@ def _lanes(doc, rate, py, where):
 
 
 def _check_tracks(py, gecko, trace, lanes, rate, where):
-    """Gecko and Chrome trace: one track per lane, times in order on each;
-    gecko's samples per lane are speedscope's periods."""
+    """Gecko and Chrome trace: one track per lane, times in order on each
+    (in gecko: intervals on one lane never overlap); gecko's samples per
+    lane are speedscope's periods."""
     waiting = {}
     for name, rows in lanes.items():
-        m = re.search(r"\) (\S.*\(waiting\)) \(tid \d+\)$", name)
-        if m:	# "pid N script (Python V) THREAD: TASK (waiting) (tid N)"
+        m = LANE.search(name)
+        if m:
             waiting[m[1]] = waiting.get(m[1], 0) + round(sum(n for _, n in rows))
     got = {}
     for th in gecko["threads"]:
@@ -380,7 +386,7 @@ def _check_tracks(py, gecko, trace, lanes, rate, where):
         times = [d[cols["time"]] for d in data]
         check(times == sorted(times), "%s: gecko thread %r: sample times out of order %s"
               % (py.label, th["name"], where))
-        if "(waiting)" in th["name"]:
+        if "waiting" in th["name"]:
             got[th["name"]] = got.get(th["name"], 0) + sum(
                 1 for d in data if d[cols["stack"]] is not None)
     check(got == waiting, "%s: gecko's waiting lanes %s, speedscope's %s %s"
@@ -398,6 +404,12 @@ def _check_tracks(py, gecko, trace, lanes, rate, where):
           % (py.label, {k: v for k, v in open_.items() if v}, where))
     check(len(last) >= len(waiting) > 6, "%s: %d trace tracks for %d waiting lanes %s"
           % (py.label, len(last), len(waiting), where))
+    # the tasks that waited longest have lanes of their own, at most 31 a
+    # thread; the short-lived children share a few (a dozen tasks at once)
+    own = [n for n in waiting if n.endswith("(waiting)")]
+    check(len(own) <= 31 and len(waiting) - len(own) <= 12,
+          "%s: %d lanes of a task's own, %d shared: %s %s"
+          % (py.label, len(own), len(waiting) - len(own), sorted(waiting)[:40], where))
 
 
 @timeout(150)

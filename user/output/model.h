@@ -160,6 +160,10 @@ int resolved_check(const struct resolved *r);
 /* Each thread's lane: how many threads of the same proc and tid come
  * before it in r->threads (see struct rthread). 0 or -ENOMEM. */
 int resolved_number_lanes(struct resolved *r);
+/* Bound the lanes (output/lanes.c): per thread, the tasks that waited
+ * longest keep theirs, the others share pooled lanes. Ticks sorted by
+ * time, lanes numbered. 0 or -ENOMEM (then no ticks are left). */
+int resolved_pool_lanes(struct resolved *r);
 
 /* Frames ordered by name, then file (strcmp): < 0, 0, > 0. */
 int rframe_cmp_place(const struct rframe *x, const struct rframe *y);
