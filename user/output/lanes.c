@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "hmap.h"
 #include "output/model.h"
 #include "util.h"
 
@@ -109,33 +108,7 @@ static int64_t pool_lane(const struct resolved *r, struct plan *p, const struct 
 	return pl->v[j].thread;
 }
 
-/* Each thread's own track (lane 0, before its lanes): base[i]. */
-static int find_bases(const struct resolved *r, struct plan *p)
-{
-	struct hmap own;
-	void **slot;
-	size_t i;
-
-	if (hmap_init(&own, 2 * sizeof(uint32_t)))
-		return -ENOMEM;
-	for (i = 0; i < r->nthreads; i++) {
-		uint32_t key[2] = { r->threads[i].proc, r->threads[i].tid };
-
-		slot = hmap_put(&own, key, NULL);
-		if (!slot) {
-			hmap_free(&own);
-			return -ENOMEM;
-		}
-		if (!*slot)	/* the first of its proc and tid: lane 0 */
-			*slot = (void *)(uintptr_t)(i + 1);
-		p->base[i] = (int64_t)(uintptr_t)*slot - 1;
-		p->last[i] = -1;
-	}
-	hmap_free(&own);
-	return 0;
-}
-
-static int plan_init(const struct resolved *r, struct plan *p)
+static int plan_init(struct resolved *r, struct plan *p)
 {
 	size_t n = r->nthreads + 1, i;
 
@@ -145,8 +118,10 @@ static int plan_init(const struct resolved *r, struct plan *p)
 		.last = calloc(n, sizeof(int64_t)), .pools = calloc(n, sizeof(struct pool)),
 	};
 	if (!p->waited || !p->base || !p->own || !p->to || !p->last || !p->pools ||
-	    find_bases(r, p))
+	    resolved_lane_bases(r, p->base))
 		return -ENOMEM;
+	for (i = 0; i < r->nthreads; i++)
+		p->last[i] = -1;
 	for (i = 0; i < r->nticks; i++)
 		p->waited[r->ticks[i].thread] += r->ticks[i].weight;
 	return pick_own(r, p);

@@ -234,10 +234,11 @@ int resolved_check(const struct resolved *r)
 	return 0;
 }
 
-int resolved_number_lanes(struct resolved *r)
+int resolved_lane_bases(struct resolved *r, int64_t *base)
 {
 	struct hmap seen;
 	void **slot;
+	uintptr_t v;
 	size_t i;
 
 	if (hmap_init(&seen, 2 * sizeof(uint32_t)))
@@ -251,12 +252,21 @@ int resolved_number_lanes(struct resolved *r)
 			hmap_free(&seen);
 			return -ENOMEM;
 		}
-		/* the value: how many came before, as a pointer-sized count */
-		t->lane = (uint32_t)(uintptr_t)*slot;
-		*slot = (void *)((uintptr_t)*slot + 1);
+		/* the value: how many came before (high 32 bits), the first's
+		 * index + 1 (low 32 bits) */
+		v = *slot ? (uintptr_t)*slot : (uintptr_t)(i + 1);
+		t->lane = (uint32_t)(v >> 32);
+		if (base)
+			base[i] = (int64_t)(v & 0xffffffffu) - 1;
+		*slot = (void *)(v + ((uintptr_t)1 << 32));
 	}
 	hmap_free(&seen);
 	return 0;
+}
+
+int resolved_number_lanes(struct resolved *r)
+{
+	return resolved_lane_bases(r, NULL);
 }
 
 void resolved_free(struct resolved *r)

@@ -160,6 +160,8 @@ int resolved_check(const struct resolved *r);
 /* Each thread's lane: how many threads of the same proc and tid come
  * before it in r->threads (see struct rthread). 0 or -ENOMEM. */
 int resolved_number_lanes(struct resolved *r);
+/* The same, and each thread's own track (its lane 0) into base[i]. */
+int resolved_lane_bases(struct resolved *r, int64_t *base);
 /* Bound the lanes (output/lanes.c): per thread, the tasks that waited
  * longest keep theirs, the others share pooled lanes. Ticks sorted by
  * time, lanes numbered. 0 or -ENOMEM (then no ticks are left). */
