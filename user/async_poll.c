@@ -75,6 +75,16 @@ uint64_t async_waits_taken(const struct async_waits *aw)
 	return aw ? aw->taken : 0;
 }
 
+int async_waits_is_loop(const struct async_waits *aw, uint32_t tid)
+{
+	size_t i;
+
+	for (i = 0; i < aw->n; i++)
+		if (aw->v[i].tid == tid)
+			return 1;
+	return 0;
+}
+
 /* Is tstate still lt's thread (a thread state freed and reused is not)? */
 static int same_thread(const struct target *t, const struct loop_thread *lt)
 {

@@ -132,6 +132,7 @@ static int wait_stack(const struct target *t, struct symbols *sym, uint64_t task
 		out->chain = NULL;
 		return -ENOMEM;
 	}
+	out->task = task;
 	out->rec->kind = TB_REC_STACK;
 	out->rec->pid = (uint32_t)t->pid;
 	out->rec->depth = nf;

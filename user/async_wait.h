@@ -36,6 +36,7 @@ struct wait_stack {
 	struct tb_stack *rec;	/* rec->stack_id: the frames and the chain */
 	size_t size;		/* of rec */
 	struct task_chain *chain;	/* NULL once handed over */
+	uint64_t task;		/* its address */
 };
 
 /* The waiting tasks of one thread during one off-CPU interval. */
@@ -57,6 +58,8 @@ void async_waits_poll(struct async_waits *aw, struct targets *ts, struct sampler
  * caller frees it), or NULL. */
 struct wait_snap *async_waits_take(struct async_waits *aw, uint32_t tid, uint64_t since);
 void async_wait_free(struct wait_snap *w);
+/* Is tid an event loop thread (one with tasks, at the last look)? */
+int async_waits_is_loop(const struct async_waits *aw, uint32_t tid);
 /* Snapshots taken and kept, since the start. */
 uint64_t async_waits_taken(const struct async_waits *aw);
 

@@ -43,7 +43,21 @@ struct tl_entry {
 	uint64_t end_ns;	/* = start_ns, or off CPU: came back at */
 	uint32_t weight;
 	uint32_t cpu;
+	uint32_t lane;		/* 0: its thread's; else 1 + index in ingest.lanes */
 	int64_t row;		/* in the frozen profile, or TL_LIVE */
+};
+
+/* --timeline --async-aware wall: the lane of one waiting task (its name
+ * too: a task freed and its address reused by another is another lane). */
+struct lane_key {
+	uint32_t target, tid;
+	uint64_t task;
+	uint64_t label;		/* hash of its label */
+};
+
+struct lane {
+	struct lane_key k;
+	char *label;		/* "Task-5 handle" */
 };
 
 #define TL_LIVE	(-1)	/* counted in the live profile (or waiting for its stack) */
@@ -74,6 +88,9 @@ struct ingest {
 	struct hmap rows;		/* agg_key -> 1 + row, while one resolve runs */
 	struct hmap tl_names;		/* {target, tid} -> name, kept past folds */
 	uint64_t tl_base_ns;		/* the run's start: time 0 */
+	struct hmap lane_of;		/* lane_key -> 1 + index in lanes */
+	struct lane *lanes;
+	size_t nlanes, lanes_cap;
 };
 
 static const char *thread_name(void *ctx, uint32_t target, uint32_t tid);
@@ -99,15 +116,15 @@ struct ingest *ingest_new(const struct options *o, struct sampler *sampler, stru
 	    hmap_init(&in->limbo, sizeof(uint64_t)) ||
 	    hmap_init(&in->rows, sizeof(struct agg_key)) ||
 	    hmap_init(&in->tl_names, sizeof(struct thread_key)) ||
+	    hmap_init(&in->lane_of, sizeof(struct lane_key)) ||
 	    exc_types_init(&in->exc) || (o->native && native_init(&in->native))) {
 		ingest_free(in);
 		errno = ENOMEM;
 		return NULL;
 	}
 	in->sym.opcodes = in->opt->opcodes != OPCODES_NONE;	/* bytecode read only then */
-	/* Not with --timeline: a thread's samples there do not overlap. */
-	if (o->async_aware && o->mode == TB_MODE_WALL && !o->timeline &&
-	    !(in->aw = async_waits_new())) {
+	/* With --timeline each waiting task has a lane of its own (tl_lane). */
+	if (o->async_aware && o->mode == TB_MODE_WALL && !(in->aw = async_waits_new())) {
 		ingest_free(in);
 		return NULL;
 	}
@@ -131,6 +148,10 @@ void ingest_free(struct ingest *in)
 	hmap_free(&in->limbo);
 	hmap_free(&in->rows);
 	hmap_free_values(&in->tl_names, free);
+	hmap_free(&in->lane_of);
+	while (in->nlanes)
+		free(in->lanes[--in->nlanes].label);
+	free(in->lanes);
 	free(in->tl);
 	symbols_free(&in->sym);
 	profile_free(&in->prof);
@@ -661,30 +682,81 @@ static void new_tasks(struct ingest *in, const struct tb_tasks *rec, size_t size
 	profile_pending_tasks(&in->prof, rec->stack_id, c);
 }
 
-/*
- * --async-aware wall mode: an off-CPU interval of tid that started at
- * `since`. If its waiting tasks were read then (async_wait.h), each one's
- * stack gets the whole interval, and the loop's own stack none: 1. Else 0.
- */
-static int credit_waits(struct ingest *in, uint32_t pid, uint32_t tid, uint32_t flags,
-			uint64_t since, uint64_t weight)
+/* --timeline: the lane of waiting task ws of thread {target, tid}, added
+ * if new: 1 + its index, or 0 (out of memory: the thread's own). */
+static uint32_t tl_lane(struct ingest *in, uint32_t target, uint32_t tid,
+			const struct wait_stack *ws)
 {
-	struct wait_snap *w = in->aw ? async_waits_take(in->aw, tid, since) : NULL;
+	const char *label = ws->chain && ws->chain->depth ? ws->chain->tasks[0].label : "";
+	struct lane_key k = {
+		.target = target, .tid = tid, .task = ws->task,
+		.label = hash_bytes(label, strlen(label)),
+	};
+	int added;
+	void **slot = hmap_put(&in->lane_of, &k, &added);
+
+	if (!slot)
+		return 0;
+	if (!added)
+		return (uint32_t)(uintptr_t)*slot;
+	if (array_grow(&in->lanes, &in->lanes_cap, in->nlanes + 1, sizeof(*in->lanes), 64) ||
+	    !(in->lanes[in->nlanes].label = strdup(label))) {
+		hmap_del(&in->lane_of, &k);
+		return 0;
+	}
+	in->lanes[in->nlanes].k = k;
+	*slot = (void *)(uintptr_t)++in->nlanes;
+	return (uint32_t)in->nlanes;
+}
+
+/* An off-CPU interval of event loop thread tid that no read gave to its
+ * waiting tasks keeps its own stack: counted (-v), unless that stack is a
+ * running task's (preempted, or blocking inside a coroutine). */
+static void note_kept(struct ingest *in, uint32_t tid, uint64_t stack_id, uint64_t weight)
+{
+	const struct stack_frames *sf = profile_stack(&in->prof, stack_id);
+
+	if ((sf && sf->tasks) || !async_waits_is_loop(in->aw, tid))
+		return;
+	in->cnt.async_wait_kept++;
+	in->cnt.async_wait_kept_periods += weight;
+}
+
+/*
+ * --async-aware wall mode: an off-CPU interval of tid, `when` (from
+ * when->start_ns to when->time_ns). If its waiting tasks were read then
+ * (async_wait.h), each one's stack gets the whole interval, and the loop's
+ * own stack none: 1. Else 0. With --timeline each task's copy of the
+ * interval goes into its own lane: they overlap.
+ */
+static int credit_waits(struct ingest *in, uint32_t pid, uint32_t tid, uint64_t stack_id,
+			uint32_t flags, uint64_t weight, const struct tb_timed *when)
+{
+	struct wait_snap *w = in->aw ? async_waits_take(in->aw, tid, when->start_ns) : NULL;
+	const struct tb_timed *timed = in->opt->timeline ? when : NULL;
+	struct target *t = targets_by_pid(in->ts, pid);
 	struct wait_stack *ws;
-	uint32_t i;
+	uint32_t i, lane;
+	size_t ntl;
 
 	if (!w || w->pid != pid || !(flags & TB_SF_OFFCPU) || !w->n) {
 		async_wait_free(w);
+		if (in->aw && (flags & TB_SF_OFFCPU))
+			note_kept(in, tid, stack_id, weight);
 		return 0;
 	}
 	for (i = 0; i < w->n; i++) {
 		ws = &w->v[i];
+		lane = timed && t ? tl_lane(in, t->id, tid, ws) : 0;
 		/* the profile owns the chain from here, kept or not */
 		profile_pending_tasks(&in->prof, ws->rec->stack_id, ws->chain);
 		ws->chain = NULL;
 		if (profile_add_stack(&in->prof, ws->rec, ws->size) > 0)
 			new_stack(in, ws->rec, ws->size);
-		add_sample(in, pid, tid, ws->rec->stack_id, flags, -1, weight, NULL);
+		ntl = in->ntl;
+		add_sample(in, pid, tid, ws->rec->stack_id, flags, -1, weight, timed);
+		if (in->ntl > ntl)
+			in->tl[ntl].lane = lane;
 		in->cnt.async_wait_periods += weight;
 	}
 	in->cnt.async_wait_credits++;
@@ -742,7 +814,8 @@ void ingest_credit_offcpu(struct ingest *in, uint64_t end_ns)
 		};
 
 		in->cnt.offcpu_final += v[i].periods;
-		if (credit_waits(in, v[i].pid, v[i].tid, v[i].flags, v[i].since, v[i].periods))
+		if (credit_waits(in, v[i].pid, v[i].tid, v[i].stack_id, v[i].flags, v[i].periods,
+				 &when))
 			continue;
 		add_sample(in, v[i].pid, v[i].tid, v[i].stack_id, v[i].flags, v[i].kstack,
 			   v[i].periods, in->opt->timeline ? &when : NULL);
@@ -795,8 +868,8 @@ void ingest_record(struct ingest *in, const void *data, size_t size)
 	} else if (kind == TB_REC_TIMED && size >= sizeof(struct tb_timed)) {
 		in->cnt.received++;
 		/* --async-aware wall mode times off-CPU credits without --timeline */
-		if (!credit_waits(in, smp->pid, smp->tid, smp->flags,
-				  ((const struct tb_timed *)data)->start_ns, smp->weight))
+		if (!credit_waits(in, smp->pid, smp->tid, smp->stack_id, smp->flags, smp->weight,
+				  data))
 			add_sample(in, smp->pid, smp->tid, smp->stack_id, smp->flags,
 				   smp->kstack, smp->weight, in->opt->timeline ? data : NULL);
 	} else if (kind == TB_REC_TASKS && size >= TB_TASKS_HDR_SIZE) {
@@ -828,26 +901,51 @@ static uint64_t tl_time(const struct ingest *in, uint64_t ns)
 	return ns > in->tl_base_ns ? (ns - in->tl_base_ns) / TL_UNIT_NS * TL_UNIT_NS : 0;
 }
 
-/* The index of e's thread in r->threads, added with its name if new. */
-static int tl_thread(struct ingest *in, struct resolved *r, struct hmap *seen,
-		     const struct agg_key *k, size_t *cap)
-{
-	struct thread_key tk = { k->target, k->tid };
-	const char *name;
-	void **slot = hmap_put(seen, &tk, NULL), **kept;
+/* A track of the timeline: a thread, or one of its waiting tasks' lanes. */
+struct track_key {
+	struct thread_key t;
+	uint32_t lane;		/* as tl_entry.lane */
+};
 
+/* The name of a thread's track, or of a waiting task's lane on it
+ * ("MainThread: Task-5 handle (waiting)"); NULL if neither is known. */
+static char *track_name(struct ingest *in, const struct thread_key *tk, uint32_t lane)
+{
+	const char *name = thread_name(in, tk->target, tk->tid);
+	void **kept = hmap_get(&in->tl_names, tk);
+	char buf[64], *out;
+
+	if (!name && kept)
+		name = *kept;
+	if (!lane || lane > in->nlanes)
+		return name ? strdup(name) : NULL;
+	if (!name)
+		snprintf(buf, sizeof(buf), "tid %u", tk->tid);
+	if (asprintf(&out, "%s: %s (waiting)", name ? name : buf, in->lanes[lane - 1].label) < 0)
+		return NULL;
+	return out;
+}
+
+/* The index of track {k's thread, lane} in r->threads, added if new; a
+ * lane after its thread's own track (resolved_number_lanes counts them). */
+static int tl_thread(struct ingest *in, struct resolved *r, struct hmap *seen,
+		     const struct agg_key *k, uint32_t lane, size_t *cap)
+{
+	struct track_key tk = { .t = { k->target, k->tid }, .lane = lane };
+	void **slot;
+	int ret;
+
+	if (lane && (ret = tl_thread(in, r, seen, k, 0, cap)) < 0)
+		return ret;
+	slot = hmap_put(seen, &tk, NULL);
 	if (!slot)
 		return -ENOMEM;
 	if (*slot)
 		return (int)((uintptr_t)*slot - 1);
 	if (array_grow(&r->threads, cap, r->nthreads + 1, sizeof(*r->threads), 16))
 		return -ENOMEM;
-	name = thread_name(in, k->target, k->tid);
-	kept = hmap_get(&in->tl_names, &tk);
-	if (!name && kept)
-		name = *kept;
 	r->threads[r->nthreads] = (struct rthread){
-		.proc = k->target, .tid = k->tid, .name = name ? strdup(name) : NULL,
+		.proc = k->target, .tid = k->tid, .name = track_name(in, &tk.t, lane),
 	};
 	*slot = (void *)(uintptr_t)(++r->nthreads);
 	return (int)(r->nthreads - 1);
@@ -872,7 +970,7 @@ static int tl_resolve(struct ingest *in, struct resolved *r)
 		tb_warn("out of memory: %" PRIu64 " samples counted but left off the timeline",
 			in->cnt.timeline_lost);
 	r->ticks = calloc(in->ntl + 1, sizeof(*r->ticks));
-	if (!r->ticks || hmap_init(&seen, sizeof(struct thread_key))) {
+	if (!r->ticks || hmap_init(&seen, sizeof(struct track_key))) {
 		rows_reset(in);
 		return -ENOMEM;
 	}
@@ -882,7 +980,7 @@ static int tl_resolve(struct ingest *in, struct resolved *r)
 
 		if (row < 0 || (size_t)row >= r->nsamples)
 			continue;
-		ret = tl_thread(in, r, &seen, &e->k, &cap);
+		ret = tl_thread(in, r, &seen, &e->k, e->lane, &cap);
 		if (ret < 0)
 			break;
 		r->ticks[r->nticks++] = (struct rtick){
@@ -896,7 +994,8 @@ static int tl_resolve(struct ingest *in, struct resolved *r)
 	if (ret < 0)
 		return ret;
 	qsort(r->ticks, r->nticks, sizeof(*r->ticks), rtick_cmp);
-	return 0;
+	ret = resolved_number_lanes(r);
+	return ret ? ret : resolved_pool_lanes(r);
 }
 
 int ingest_resolve(struct ingest *in, struct resolved *r)

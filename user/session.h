@@ -39,6 +39,8 @@ struct ingest_counts {
 	uint64_t async_wait_credits;	/* --async-aware wall: off-CPU intervals given to waiting tasks */
 	uint64_t async_wait_periods;	/* ... their periods, once per task (a task's own wall time) */
 	uint64_t async_wait_copies;	/* ... of which past each interval's first task */
+	uint64_t async_wait_kept;	/* event loop threads' intervals not read in time: */
+	uint64_t async_wait_kept_periods;	/* ... their periods, under the loop's stack */
 	uint64_t compactions;		/* live profiles folded (bounded memory) */
 	uint64_t timeline_lost;		/* --timeline: samples counted but not timed (no memory) */
 	uint64_t native_merged;		/* --native: stacks whose native frames were merged */

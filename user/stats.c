@@ -150,9 +150,12 @@ void stats_print(const struct session_view *s, uint64_t written)
 		tb_info("off-CPU: %" PRIu64 " periods credited at switch-in, %" PRIu64 " at the end, from %" PRIu64 " switch-outs and %" PRIu64 " threads blocked when found",
 			c[TB_C_OFFCPU_WEIGHT], st->in.offcpu_final, c[TB_C_OFFCPU_WALKS],
 			st->in.offcpu_seeded);
-	if (s->opt->mode == TB_MODE_WALL && s->opt->async_aware)
+	if (s->opt->mode == TB_MODE_WALL && s->opt->async_aware) {
 		tb_info("asyncio: %" PRIu64 " off-CPU intervals credited to the tasks waiting in them, %" PRIu64 " periods in all (each task gets the whole interval)",
 			st->in.async_wait_credits, st->in.async_wait_periods);
+		tb_info("asyncio: %" PRIu64 " off-CPU intervals of event loop threads (%" PRIu64 " periods) keep the loop's own stack: over before their tasks were read (see README, asyncio)",
+			st->in.async_wait_kept, st->in.async_wait_kept_periods);
+	}
 	if (s->opt->mode == TB_MODE_EXC)
 		tb_info("exception mode: %" PRIu64 " samples taken, %" PRIu64 " kept (an exception in flight), %" PRIu64 " without one",
 			sum.collected, sum.written, c[TB_C_FILTERED]);

@@ -85,9 +85,15 @@ static void build_timeline(struct fz *f, struct built *b, size_t ns, size_t np)
 	uint64_t t = 0;
 
 	for (i = 0; i < nt; i++) {
+		uint8_t shape = fz_u8(f);
+
 		b->th[i].proc = fz_u8(f) % np;
 		b->th[i].tid = fz_u32(f);
-		b->th[i].name = (fz_u8(f) & 1) ? fz_str(f, 64) : NULL;
+		if (i && (shape & 2)) {	/* a lane of an earlier thread */
+			b->th[i].proc = b->th[(shape >> 2) % i].proc;
+			b->th[i].tid = b->th[(shape >> 2) % i].tid;
+		}
+		b->th[i].name = (shape & 1) ? fz_str(f, 64) : NULL;
 	}
 	for (i = 0; i < nk; i++) {
 		struct rtick *k = &b->tk[i];
@@ -107,6 +113,9 @@ static void build_timeline(struct fz *f, struct built *b, size_t ns, size_t np)
 	b->r.nticks = nk;
 	b->r.threads = b->th;
 	b->r.nthreads = nt;
+	/* threads of one proc and tid are lanes (asyncio's waiting tasks):
+	 * numbered as the profile's makers number them */
+	FUZZ_CHECK(resolved_number_lanes(&b->r) == 0, "lanes: out of memory");
 }
 
 static void build(struct fz *f, struct built *b)

@@ -11,9 +11,10 @@ task measured by the tasks themselves) and tests/workloads/async_churn.py
 import json
 import os
 import re
+import subprocess
 
-from common import (Interp, art_path, check, check_stats_invariant, fail, run_profiler,
-                    start_workload, timeout,
+from common import (Interp, art_path, binary, check, check_stats_invariant, fail,
+                    run_profiler, speedscope_app, start_workload, timeout,
                     pyenv_python)
 
 LABEL = re.compile(r"^(?P<name>\S+) (?P<coro>[A-Za-z_][\w.<>]*)$")
@@ -277,6 +278,46 @@ def _waits_chain(labels):
     return [main, (name, name)]
 
 
+def _check_waits(py, stacks, truth, full, where):
+    """stacks: [(frames as _parse gives them, periods)] of async_waits.py
+    in wall mode. Every task under its own chain; each long-lived waiting
+    task close to the run's wall time (`full` periods); the reader's split
+    between its two awaits as its own clock says."""
+    per, sites, kids = {}, {"recv": 0, "nap": 0}, 0
+    for frames, n in stacks:
+        labels = _labels(frames)
+        if not labels:
+            continue
+        check(labels == _waits_chain(labels), "%s: task %s shown under %s, want %s %s"
+              % (py.label, labels[-1], labels, _waits_chain(labels), where))
+        name, coro = labels[-1]
+        if coro == "kid":
+            kids += n
+            continue
+        key = "handle" if coro == "handle" else name
+        per.setdefault(key, []).append(n)
+        names = [f[1] for f in frames if f[0] == "py"]
+        if name == "reader":
+            sites["nap" if "nap" in names else "recv"] += n
+    for key in ("sleeper", "reader", "w1", "w2", "spawner"):
+        got = sum(per.get(key, []))
+        # each waiting task gets each interval whole: close to the
+        # run's wall time (not 1/N of it), never more
+        check(0.5 * full <= got <= 1.1 * full, "%s: task %s has %d wall samples, want "
+              "about %d (it waits all the time) %s" % (py.label, key, got, full, where))
+    handlers = sum(per.get("handle", []))
+    check(1.0 * full <= handlers <= 2.2 * full,
+          "%s: the two connection handlers have %d wall samples, want about %d %s"
+          % (py.label, handlers, 2 * full, where))
+    check(kids >= 0.3 * full, "%s: only %d samples in the short-lived children %s"
+          % (py.label, kids, where))
+    got = sites["recv"] / max(1, sites["recv"] + sites["nap"])
+    want = truth["recv"] / (truth["recv"] + truth["nap"])
+    check(abs(got - want) <= 0.07, "%s: the reader waits in sock_recv for %.1f %% of its "
+          "samples, %.1f %% of its own time (%s, truth %s) %s"
+          % (py.label, 100 * got, 100 * want, sites, truth, where))
+
+
 @timeout(120)
 def test_async_wall_waiting_tasks():
     """Wall mode: while the event loop waits in select, every task waiting
@@ -292,38 +333,121 @@ def test_async_wall_waiting_tasks():
         where = res.where()
         # an interval written once per waiting task: each copy collected
         check_stats_invariant(res.stats(), where)
-        per, sites, kids = {}, {"recv": 0, "nap": 0}, 0
-        for frames, n in _parse(res.profile_bytes(), where):
-            labels = _labels(frames)
-            if not labels:
-                continue
-            check(labels == _waits_chain(labels), "%s: task %s shown under %s, want %s %s"
-                  % (py.label, labels[-1], labels, _waits_chain(labels), where))
-            name, coro = labels[-1]
-            if coro == "kid":
-                kids += n
-                continue
-            key = "handle" if coro == "handle" else name
-            per.setdefault(key, []).append(n)
-            names = [f[1] for f in frames if f[0] == "py"]
-            if name == "reader":
-                sites["nap" if "nap" in names else "recv"] += n
-        full = rate * secs
-        for key in ("sleeper", "reader", "w1", "w2", "spawner"):
-            got = sum(per.get(key, []))
-            # each waiting task gets each interval whole: close to the
-            # run's wall time (not 1/N of it), never more
-            check(0.5 * full <= got <= 1.1 * full, "%s: task %s has %d wall samples, want "
-                  "about %d (it waits all the time) %s" % (py.label, key, got, full, where))
-        handlers = sum(per.get("handle", []))
-        check(1.0 * full <= handlers <= 2.2 * full,
-              "%s: the two connection handlers have %d wall samples, want about %d %s"
-              % (py.label, handlers, 2 * full, where))
-        check(kids >= 0.3 * full, "%s: only %d samples in the short-lived children %s"
-              % (py.label, kids, where))
-        got = sites["recv"] / max(1, sites["recv"] + sites["nap"])
-        want = truth["recv"] / (truth["recv"] + truth["nap"])
-        check(abs(got - want) <= 0.07, "%s: the reader waits in sock_recv for %.1f %% of its "
-              "samples, %.1f %% of its own time (%s, truth %s) %s"
-              % (py.label, 100 * got, 100 * want, sites, truth, where))
+        _check_waits(py, _parse(res.profile_bytes(), where), truth, rate * secs, where)
         w.stop()
+
+
+def _speedscope_frame(f):
+    """A speedscope frame as _parse gives it (a marker: ('marker', name))."""
+    if "file" in f:
+        return ("py", f["name"], f.get("line", 0))
+    m = SEVERAL.match(f["name"])
+    if m:
+        return ("several", int(m[1]))
+    m = LABEL.match(f["name"])
+    return ("label", m["name"], m["coro"]) if m else ("marker", f["name"])
+
+
+# "pid N script (Python V) THREAD: TASK (waiting) (tid N)", a task's own
+# lane, or "... THREAD: waiting tasks (K) (tid N)", one the others share
+LANE = re.compile(r"\) (\S.*(?:\(waiting\)|: waiting tasks \(\d+\))) \(tid \d+\)$")
+
+
+def _lanes(doc, rate, py, where):
+    """{profile name: [(frames, periods)]} of a --timeline speedscope file;
+    each waiting task's own lane holds that task alone."""
+    frames = [_speedscope_frame(f) for f in doc["shared"]["frames"]]
+    out = {}
+    for p in doc["profiles"]:
+        rows = [([frames[i] for i in s], wt * rate) for s, wt in zip(p["samples"], p["weights"])]
+        out[p["name"]] = rows
+        if "(waiting)" not in p["name"]:
+            continue
+        for fr, _ in rows:
+            labels = _labels(fr)
+            check(labels and "%s %s (waiting)" % labels[-1] in p["name"],
+                  "%s: lane %r holds a sample of %s %s" % (py.label, p["name"], labels, where))
+    return out
+
+
+def _check_tracks(py, gecko, trace, lanes, rate, where):
+    """Gecko and Chrome trace: one track per lane, times in order on each
+    (in gecko: intervals on one lane never overlap); gecko's samples per
+    lane are speedscope's periods."""
+    waiting = {}
+    for name, rows in lanes.items():
+        m = LANE.search(name)
+        if m:
+            waiting[m[1]] = waiting.get(m[1], 0) + round(sum(n for _, n in rows))
+    got = {}
+    for th in gecko["threads"]:
+        cols = th["samples"]["schema"]
+        data = th["samples"]["data"]
+        times = [d[cols["time"]] for d in data]
+        check(times == sorted(times), "%s: gecko thread %r: sample times out of order %s"
+              % (py.label, th["name"], where))
+        if "waiting" in th["name"]:
+            got[th["name"]] = got.get(th["name"], 0) + sum(
+                1 for d in data if d[cols["stack"]] is not None)
+    check(got == waiting, "%s: gecko's waiting lanes %s, speedscope's %s %s"
+          % (py.label, sorted(got.items())[:8], sorted(waiting.items())[:8], where))
+    open_, last = {}, {}
+    for ev in trace:
+        if ev["ph"] not in "BE":
+            continue
+        key = (ev["pid"], ev["tid"])
+        check(ev["ts"] >= last.get(key, 0), "%s: trace track %s goes back in time %s"
+              % (py.label, key, where))
+        last[key] = ev["ts"]
+        open_[key] = open_.get(key, 0) + (1 if ev["ph"] == "B" else -1)
+    check(not any(open_.values()), "%s: trace tracks left open: %s %s"
+          % (py.label, {k: v for k, v in open_.items() if v}, where))
+    check(len(last) >= len(waiting) > 6, "%s: %d trace tracks for %d waiting lanes %s"
+          % (py.label, len(last), len(waiting), where))
+    # the tasks that waited longest have lanes of their own, at most 31 a
+    # thread; the short-lived children share a few (a dozen tasks at once)
+    own = [n for n in waiting if n.endswith("(waiting)")]
+    check(len(own) <= 31 and len(waiting) - len(own) <= 12,
+          "%s: %d lanes of a task's own, %d shared: %s %s"
+          % (py.label, len(own), len(waiting) - len(own), sorted(waiting)[:40], where))
+
+
+@timeout(150)
+def test_async_wall_timeline():
+    """--timeline (gecko, speedscope, Chrome trace): each task waiting while
+    the loop is off CPU gets the interval on a lane of its own, under its
+    own chain, with the same shares as the counted profile; the stats
+    invariant holds; the .tby recording replays into the same lanes;
+    speedscope's app opens the file."""
+    rate, secs = 250, 4
+    for k, py in enumerate(_sid_pythons()):
+        w = start_workload(py, "async_waits.py", 6.5)
+        out, gecko, trace, tby, again = (
+            art_path("async_wall.%s" % e) for e in
+            ("speedscope.json", "gecko.json", "trace.json", "tby", "replayed.speedscope.json"))
+        res = run_profiler(w.pid, ["--async-aware", "-m", "wall", "-F", rate, "-d", secs,
+                                   "-o", gecko, "-o", trace, "-o", tby], outfile=out,
+                           timeout=40, stats=True).expect_ok()
+        truth = json.loads(_read_tagged(w, "TRUTH", 30))
+        where = res.where()
+        check_stats_invariant(res.stats(), where)
+        with open(out) as f:
+            lanes = _lanes(json.load(f), rate, py, where)
+        _check_waits(py, [row for rows in lanes.values() for row in rows], truth,
+                     rate * secs, where)
+        with open(gecko) as g, open(trace) as t:
+            _check_tracks(py, json.load(g), json.load(t), lanes, rate, where)
+        rep = subprocess.run([binary(), "replay", tby, "-o", again], capture_output=True)
+        with open(out, "rb") as a, open(again, "rb") as b:
+            check(rep.returncode == 0 and a.read() == b.read(),
+                  "%s: the .tby replays into another speedscope file (exit %d: %s) %s"
+                  % (py.label, rep.returncode, rep.stderr[-300:], where))
+        w.stop()
+        if k:
+            continue
+        imported, _, console, _ = speedscope_app(out)
+        check(imported and "speedscope json" in imported,
+              "speedscope imported it as %r %s" % (imported, where))
+        bad = [ln for ln in console if re.search(r"Uncaught|[Ee]rror|Cannot", ln)
+               and "WebGL" not in ln]
+        check(not bad, "speedscope logged errors: %s %s" % (bad[:3], where))

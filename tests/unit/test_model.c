@@ -2,13 +2,15 @@
 /*
  * The resolved-profile model on its own (it includes no BPF ABI): interning,
  * rows merged by what the output can tell apart, functions and their
- * self/total counts (recursion counted once), copies; and array_grow().
+ * self/total counts (recursion counted once), copies; a timeline's waiting
+ * task lanes, pooled past 31 a thread; and array_grow().
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -165,6 +167,78 @@ static void test_array_grow(void **state)
 	assert_string_equal(base_name("/srv/app/"), "/srv/app/");
 }
 
+#define TASKS	40
+
+/* Thread 7 with TASKS waiting tasks' lanes (task k: weight 100 - k, from
+ * 10 k to 10 k + 25: three at a time), then thread 8. */
+static void lanes_fixture(struct resolved *r)
+{
+	size_t k, n = 0;
+
+	assert_int_equal(resolved_init(r), 0);
+	add(r, 7, 1, 1, "f", 1);
+	r->timeline = 1;
+	r->threads = calloc(TASKS + 2, sizeof(*r->threads));
+	r->ticks = calloc(TASKS, sizeof(*r->ticks));
+	assert_non_null(r->threads);
+	assert_non_null(r->ticks);
+	r->threads[0] = (struct rthread){ .tid = 7, .name = strdup("Main") };
+	for (k = 1; k <= TASKS; k++) {
+		r->threads[k] = (struct rthread){ .tid = 7 };
+		assert_true(asprintf(&r->threads[k].name, "Main: t%zu (waiting)", k) > 0);
+		r->ticks[n++] = (struct rtick){
+			.thread = (uint32_t)k, .tid = 7, .t_ns = 10 * k, .end_ns = 10 * k + 25,
+			.weight = 100 - k,
+		};
+	}
+	r->threads[TASKS + 1] = (struct rthread){ .tid = 8, .name = strdup("Other") };
+	r->nthreads = TASKS + 2;
+	r->nticks = n;
+	assert_int_equal(resolved_number_lanes(r), 0);
+	assert_int_equal(r->threads[TASKS].lane, TASKS);
+	assert_int_equal(r->threads[TASKS + 1].lane, 0);
+}
+
+static void test_pool_lanes(void **state)
+{
+	struct resolved r;
+	uint64_t busy[TASKS + 2] = { 0 }, sum = 0;
+	size_t i, own = 0, pooled = 0;
+
+	(void)state;
+	lanes_fixture(&r);
+	assert_int_equal(resolved_pool_lanes(&r), 0);
+	assert_int_equal(resolved_check(&r), 0);
+	for (i = 0; i < r.nthreads; i++) {
+		const struct rthread *t = &r.threads[i];
+
+		assert_non_null(t->name);
+		own += strstr(t->name, "(waiting)") != NULL;
+		pooled += strstr(t->name, "Main: waiting tasks (") == t->name;
+		if (t->tid == 8 || !strcmp(t->name, "Main"))
+			assert_int_equal(t->lane, 0);
+		else
+			assert_int_not_equal(t->lane, 0);
+	}
+	/* the 31 that waited longest keep their lanes; three at a time share */
+	assert_int_equal(own, 31);
+	assert_int_equal(pooled, 3);
+	assert_int_equal(r.nthreads, 2 + own + pooled);
+	assert_string_equal(r.threads[31].name, "Main: t31 (waiting)");
+	for (i = 0; i < r.nticks; i++) {
+		const struct rtick *k = &r.ticks[i];
+
+		assert_true(k->t_ns >= busy[k->thread]);	/* no overlap on a lane */
+		busy[k->thread] = k->end_ns;
+		sum += k->weight;
+		if (k->t_ns >= 320)	/* tasks 32 on: pooled lanes */
+			assert_non_null(strstr(r.threads[k->thread].name, "waiting tasks"));
+	}
+	assert_int_equal(r.nticks, TASKS);
+	assert_int_equal(sum, 100 * TASKS - TASKS * (TASKS + 1) / 2);
+	resolved_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -173,6 +247,7 @@ int main(void)
 		cmocka_unit_test(test_merge_rows),
 		cmocka_unit_test(test_copy),
 		cmocka_unit_test(test_array_grow),
+		cmocka_unit_test(test_pool_lanes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

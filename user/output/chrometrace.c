@@ -35,7 +35,7 @@ static void event_head(struct trace *tr, const char *ph, const char *name, doubl
 	emit_str(tr->e, ph);
 	emit_str(tr->e, "\",\"name\":");
 	emit_json(tr->e, name);
-	emit_printf(tr->e, ",\"pid\":%d,\"tid\":%u", tr->pid, tr->t->tid);
+	emit_printf(tr->e, ",\"pid\":%d,\"tid\":%" PRIu64, tr->pid, thread_track_id(tr->t));
 	if (us >= 0)
 		emit_printf(tr->e, ",\"ts\":%.3f", us);
 }
@@ -50,8 +50,8 @@ static void frame_event(struct trace *tr, const char *ph, const struct rframe *f
 	emit_str(tr->e, ph);
 	emit_str(tr->e, "\",\"name\":");
 	emit_json_cat(tr->e, f->name, op);
-	emit_printf(tr->e, ",\"cat\":\"python\",\"pid\":%d,\"tid\":%u,\"ts\":%.3f", tr->pid,
-		    tr->t->tid, us);
+	emit_printf(tr->e, ",\"cat\":\"python\",\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":%.3f",
+		    tr->pid, thread_track_id(tr->t), us);
 	if (!frame_is_marker(f)) {
 		emit_str(tr->e, ",\"args\":{\"filename\":");
 		emit_json(tr->e, f->file);

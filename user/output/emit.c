@@ -386,6 +386,11 @@ void thread_describe(const struct rthread *t, char *out, size_t len)
 		snprintf(out, len, "tid %u", t->tid);
 }
 
+uint64_t thread_track_id(const struct rthread *t)
+{
+	return (uint64_t)t->lane << 32 | t->tid;
+}
+
 /* A counting sort by thread keeps each thread's ticks in time order. */
 int ticks_by_thread(const struct resolved *r, struct tick_groups *g)
 {

@@ -86,6 +86,9 @@ void resolved_what(const struct resolved *r, char *buf, size_t len);
 double resolved_period_s(const struct resolved *r);
 /* A thread's display name: its Python name, else "tid N". */
 void thread_describe(const struct rthread *t, char *out, size_t len);
+/* The tid a trace viewer keys a track by: the thread's own, and for a
+ * waiting task's lane one no thread has (the lane above the 32 bits). */
+uint64_t thread_track_id(const struct rthread *t);
 
 /* The ticks of each thread, in time order: thread t's are
  * idx[start[t] .. start[t + 1]). */

@@ -249,8 +249,8 @@ static int thread(struct emit *e, const struct resolved *r, uint32_t t, const si
 		emit_json(e, name);
 		emit_str(e, ",\"processType\":\"default\",\"processName\":");
 		emit_json(e, p ? p->name : "");
-		emit_printf(e, ",\"registerTime\":0,\"unregisterTime\":null,\"pid\":%d,\"tid\":%u,\n",
-			    p ? p->pid : 0, th->tid);
+		emit_printf(e, ",\"registerTime\":0,\"unregisterTime\":null,\"pid\":%d,\"tid\":%" PRIu64
+			    ",\n", p ? p->pid : 0, thread_track_id(th));
 		ret = samples(&g, idx, n);
 	}
 	if (!ret) {

@@ -234,6 +234,41 @@ int resolved_check(const struct resolved *r)
 	return 0;
 }
 
+int resolved_lane_bases(struct resolved *r, int64_t *base)
+{
+	struct hmap seen;
+	void **slot;
+	uintptr_t v;
+	size_t i;
+
+	if (hmap_init(&seen, 2 * sizeof(uint32_t)))
+		return -ENOMEM;
+	for (i = 0; i < r->nthreads; i++) {
+		struct rthread *t = &r->threads[i];
+		uint32_t key[2] = { t->proc, t->tid };
+
+		slot = hmap_put(&seen, key, NULL);
+		if (!slot) {
+			hmap_free(&seen);
+			return -ENOMEM;
+		}
+		/* the value: how many came before (high 32 bits), the first's
+		 * index + 1 (low 32 bits) */
+		v = *slot ? (uintptr_t)*slot : (uintptr_t)(i + 1);
+		t->lane = (uint32_t)(v >> 32);
+		if (base)
+			base[i] = (int64_t)(v & 0xffffffffu) - 1;
+		*slot = (void *)(v + ((uintptr_t)1 << 32));
+	}
+	hmap_free(&seen);
+	return 0;
+}
+
+int resolved_number_lanes(struct resolved *r)
+{
+	return resolved_lane_bases(r, NULL);
+}
+
 void resolved_free(struct resolved *r)
 {
 	size_t i;

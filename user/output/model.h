@@ -74,11 +74,18 @@ struct rsample {
 	char *tname;		/* the thread's name (Python's, else comm), or NULL */
 };
 
-/* A thread of the time-ordered samples (--timeline). */
+/*
+ * A thread of the time-ordered samples (--timeline). With --async-aware in
+ * wall mode a thread also has one lane per asyncio task that waited while
+ * it was off CPU (the tasks wait at the same time, so each needs a track
+ * of its own): the same proc and tid, lane 1, 2, ... in the order they
+ * appear in resolved.threads, after the thread's own (lane 0).
+ */
 struct rthread {
 	uint32_t proc;		/* index in resolved.procs */
 	uint32_t tid;
 	char *name;		/* Python's name, else comm; NULL if unknown */
+	uint32_t lane;		/* 0: the thread itself; else a waiting task's */
 };
 
 /*
@@ -152,6 +159,15 @@ int resolved_check(const struct resolved *r);
 
 /* Ticks in time order, then by thread, then row (qsort): < 0, 0, > 0. */
 int rtick_cmp(const void *a, const void *b);
+/* Each thread's lane: how many threads of the same proc and tid come
+ * before it in r->threads (see struct rthread). 0 or -ENOMEM. */
+int resolved_number_lanes(struct resolved *r);
+/* The same, and each thread's own track (its lane 0) into base[i]. */
+int resolved_lane_bases(struct resolved *r, int64_t *base);
+/* Bound the lanes (output/lanes.c): per thread, the tasks that waited
+ * longest keep theirs, the others share pooled lanes. Ticks sorted by
+ * time, lanes numbered. 0 or -ENOMEM (then no ticks are left). */
+int resolved_pool_lanes(struct resolved *r);
 
 /* Frames ordered by name, then file (strcmp): < 0, 0, > 0. */
 int rframe_cmp_place(const struct rframe *x, const struct rframe *y);

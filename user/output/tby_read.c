@@ -349,7 +349,7 @@ static int read_threads(struct reader *rd, struct cur *c)
 			return -ENOMEM;
 		r->nthreads++;
 	}
-	return 0;
+	return resolved_number_lanes(r);	/* not recorded: their order says it */
 }
 
 /* One column of n ticks: each value checked, then stored by `set`. */
