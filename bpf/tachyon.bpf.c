@@ -1184,7 +1184,9 @@ static __always_inline void native_stack(void *ctx, struct walk_ctx *c)
 	h = c->ch.hash;
 	for (i = 1; i < TB_USTACK_DEPTH && i < n; i++)
 		h = tb_hash_mix(h, ips[i]);
-	c->ch.hash = tb_hash_mix(h, (__u64)n);
+	h = tb_hash_mix(h, (__u64)n);
+	retag_tasks(c->ch.hash, h);
+	c->ch.hash = h;
 	c->s->stack.ustack = (__s32)n;
 }
 

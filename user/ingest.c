@@ -636,6 +636,10 @@ static void plan_native(struct ingest *in, uint32_t pid, uint64_t stack_id,
 		in->cnt.native_merged++;
 	else
 		in->cnt.native_unmatched++;
+	in->cnt.native_bytes = in->native.bytes;
+	in->cnt.native_peak = in->native.peak;
+	in->cnt.native_limit = in->native.limit;
+	in->cnt.native_dropped = in->native.dropped;
 }
 
 /* --native: keep a new stack's native callers, and merge the leaf it came

@@ -367,15 +367,22 @@ static int task_frames(struct resolved *r, struct rsample *s, const struct task_
 	return 0;
 }
 
-/* --native: the merged stack p, outermost first (native frames by name). */
+/*
+ * --native: the merged stack p, outermost first (native frames by name),
+ * from its Python frame `from` on (-1: all of it). Under an asyncio task
+ * chain, from is the task's coroutine: what p has above it is the event
+ * loop's, Python and native, and the chain stands for it.
+ */
 static int native_frames(struct resolved *r, struct rsample *s, const struct stack_frames *sf,
-			 const struct native_plan *p, struct target *t, struct symbols *sym,
-			 const struct resolve_opts *o)
+			 const struct native_plan *p, int32_t from, struct target *t,
+			 struct symbols *sym, const struct resolve_opts *o)
 {
-	uint32_t i;
+	uint32_t i = 0;
 	int32_t py;
 
-	for (i = 0; i < p->n; i++) {
+	while (from >= 0 && i < p->n && p->it[i].py != from)
+		i++;
+	for (; i < p->n; i++) {
 		py = p->it[i].py;
 		if (py >= 0 && (uint32_t)py < sf->depth) {
 			if (python_frame(r, s, &sf->frames[py], i + 1 == p->n, t, sym, o))
@@ -415,8 +422,8 @@ static int resolve_one(struct resolved *r, const struct agg_key *k, uint64_t cou
 	}
 	if (tc && task_frames(r, s, tc, t, sym, o))
 		return -ENOMEM;
-	if (plan && !tc) {
-		if (native_frames(r, s, sf, plan, t, sym, o))
+	if (plan) {
+		if (native_frames(r, s, sf, plan, tc ? (int32_t)keep - 1 : -1, t, sym, o))
 			return -ENOMEM;
 	} else {
 		while (i-- > 0)
