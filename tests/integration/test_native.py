@@ -22,6 +22,7 @@ UNMATCHED = "[native unmatched]"
 PY_RE = re.compile(r"^(?P<name>.+) \((?P<file>[^()]+):(?P<line>\d+)\)$")
 NATIVE_RE = re.compile(r"^(?:(?P<fn>.+) \[(?P<lib>[^\[\]]+)\]|\[(?P<off>[^\[\]]+\+0x[0-9a-f]+)\])$")
 PHASES = ("do_spin", "do_cb", "do_zlib", "do_sort")
+LABEL_RE = re.compile(r"^\S+ [A-Za-z_][\w.<>]*$")
 
 
 def _build_ext():
@@ -42,27 +43,40 @@ def _build_ext():
     return out_dir
 
 
+def _record(python, tag, script, args, extra=()):
+    """(result, collapsed output path) of record --native [extra] over
+    `python script EXT_DIR args...`."""
+    check(python.exists(), "missing %s: run scripts/real-pythons.sh" % python.path)
+    out = art_path("native-%s%s.txt" % (tag, python.label))
+    res = run_profiler(None, ["--native", "-F", "250", "-f", "collapsed", "-o", out] +
+                       list(extra) + ["--", python.path, os.path.join(WORKLOADS, script),
+                                      _build_ext()] + list(args), timeout=60)
+    res.expect_ok()
+    return res, out
+
+
 def _profile(python, seconds=4):
     """(stacks, {phase: seconds}) of native_mix.py run under record --native:
     stacks are lists of (kind, name) with kind 'py', 'native' or 'mark'."""
-    check(python.exists(), "missing %s: run scripts/real-pythons.sh" % python.path)
     times_path = art_path("native-times-%s.json" % python.label)
-    out = art_path("native-%s.txt" % python.label)
-    res = run_profiler(None, ["--native", "-F", "250", "-f", "collapsed", "-o", out, "--",
-                              python.path, os.path.join(WORKLOADS, "native_mix.py"),
-                              _build_ext(), seconds, times_path], timeout=60)
-    res.expect_ok()
+    res, out = _record(python, "", "native_mix.py", [seconds, times_path])
     with open(times_path) as f:
         times = json.load(f)
+    return _read_stacks(out, res.where()), times, res.where()
+
+
+def _read_stacks(path, where):
     stacks = []
-    with open(out) as f:
+    with open(path) as f:
         for line in f:
             stack, _, count = line.rstrip("\n").rpartition(" ")
-            stacks.append((_frames(stack, res.where()), int(count)))
-    return stacks, times, res.where()
+            stacks.append((_frames(stack, where), int(count)))
+    return stacks
 
 
 def _frames(stack, where):
+    """(kind, name) frames: 'py', 'native', 'mark', and with --kernel and
+    --async-aware 'kernel' ('fn [k]') and 'label' (a task's 'name coro')."""
     frames = []
     for raw in stack.split(";"):
         m = PY_RE.match(raw)
@@ -70,6 +84,10 @@ def _frames(stack, where):
             frames.append(("mark", raw))
         elif m:
             frames.append(("py", m["name"]))
+        elif raw.endswith(" [k]"):
+            frames.append(("kernel", raw[:-4]))
+        elif LABEL_RE.match(raw):
+            frames.append(("label", raw))
         else:
             check(NATIVE_RE.match(raw) or raw.startswith("<unknown 0x"),
                   "frame %r is neither Python, native nor the marker %s" % (raw, where))
@@ -180,35 +198,14 @@ def test_native_without_frame_pointers_marked():
 
 def _more(python, mode, args, seconds=3):
     """(stacks, result, --stats) of native_more.py MODE under record --native
-    ARGS: stacks as in _profile, with 'label' (an asyncio task label 'name
-    coro') and 'kernel' ('fn [k]') frames told apart."""
-    check(python.exists(), "missing %s: run scripts/real-pythons.sh" % python.path)
-    out = art_path("native-more-%s-%s.txt" % (mode, python.label))
+    ARGS: stacks as in _profile."""
     stats = art_path("native-more-%s-%s.stats.json" % (mode, python.label))
-    res = run_profiler(None, ["--native", "-F", "250", "-f", "collapsed", "-o", out,
-                              "--stats", stats] + list(args) +
-                       ["--", python.path, os.path.join(WORKLOADS, "native_more.py"),
-                        _build_ext(), seconds, mode], timeout=60)
-    res.expect_ok()
+    res, out = _record(python, "more-%s-" % mode, "native_more.py", [seconds, mode],
+                       ["--stats", stats] + list(args))
     with open(stats) as f:
         st = json.load(f)
-    stacks = []
-    with open(out) as f:
-        for line in f:
-            stack, _, count = line.rstrip("\n").rpartition(" ")
-            frames = []
-            for raw in stack.split(";"):
-                if raw.endswith(" [k]"):
-                    frames.append(("kernel", raw[:-4]))
-                elif LABEL_RE.match(raw) and not PY_RE.match(raw):
-                    frames.append(("label", raw))
-                else:
-                    frames += _frames(raw, res.where())
-            stacks.append((frames, int(count)))
-    return stacks, res, st
+    return _read_stacks(out, res.where()), res, st
 
-
-LABEL_RE = re.compile(r"^\S+ [A-Za-z_][\w.<>]*$")
 
 
 @timeout(120)
