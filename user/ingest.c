@@ -624,7 +624,8 @@ static void plan_native(struct ingest *in, uint32_t pid, uint64_t stack_id,
 	profile_entry_frames(sf, py);
 	if (leaf && sn->nips >= 0 && sn->nips < TB_USTACK_DEPTH) {
 		ips[n++] = leaf;
-		memcpy(ips + 1, sn->ips, (size_t)sn->nips * sizeof(ips[0]));
+		if (sn->nips)
+			memcpy(ips + 1, sn->ips, (size_t)sn->nips * sizeof(ips[0]));
 		n += sn->nips;
 	}
 	plan = native_merge(&in->native, pid, ips, n, py, sf->depth);
