@@ -169,6 +169,22 @@ static __noinline void async_chain(struct walk_ctx *c, __u32 pid)
 }
 
 /*
+ * --native: the stack id moved from old to id (the native callers mixed in
+ * after the chain): the chain read for old is the one of id.
+ */
+static __always_inline void retag_tasks(__u64 old, __u64 id)
+{
+	struct task_scratch *ts;
+	__u32 zero = 0;
+
+	if (!async_aware)
+		return;
+	ts = bpf_map_lookup_elem(&task_chain, &zero);
+	if (ts && ts->rec.depth && ts->rec.stack_id == old)
+		ts->rec.stack_id = id;
+}
+
+/*
  * Before the stack record of a new stack id: its chain, if the sample ran
  * a task. The coroutines' code objects are read only here (a coroutine
  * runs one code object for life): they name the tasks, and userspace cuts

@@ -1065,7 +1065,8 @@ static __always_inline int push_stack(struct scratch *s, __u32 pid, __u64 id, __
 }
 
 static __always_inline void fill_sample(struct tb_sample *r, __u32 kind, __u32 pid, __u32 tid,
-					__u64 stack_id, __u32 flags, __u32 weight, __s32 kstack)
+					__u64 stack_id, __u32 flags, __u32 weight, __s32 kstack,
+					__u64 leaf)
 {
 	r->kind = kind;
 	r->pid = pid;
@@ -1074,31 +1075,32 @@ static __always_inline void fill_sample(struct tb_sample *r, __u32 kind, __u32 p
 	r->stack_id = stack_id;
 	r->weight = weight;
 	r->kstack = kstack;
+	r->leaf = leaf;
 }
 
 static __always_inline int push_sample(__u32 pid, __u32 tid, __u64 stack_id,
-				       __u32 flags, __u32 weight, __s32 kstack)
+				       __u32 flags, __u32 weight, __s32 kstack, __u64 leaf)
 {
 	struct tb_sample *r;
 
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r)
 		return -1;
-	fill_sample(r, TB_REC_SAMPLE, pid, tid, stack_id, flags, weight, kstack);
+	fill_sample(r, TB_REC_SAMPLE, pid, tid, stack_id, flags, weight, kstack, leaf);
 	bpf_ringbuf_submit(r, wake_flag());
 	return 0;
 }
 
 /* --timeline: the sample with its time and CPU; since: off CPU from then. */
 static __always_inline int push_timed(__u32 pid, __u32 tid, __u64 stack_id, __u32 flags,
-				      __u32 weight, __s32 kstack, __u64 since)
+				      __u32 weight, __s32 kstack, __u64 since, __u64 leaf)
 {
 	struct tb_timed *r;
 
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r)
 		return -1;
-	fill_sample(&r->s, TB_REC_TIMED, pid, tid, stack_id, flags, weight, kstack);
+	fill_sample(&r->s, TB_REC_TIMED, pid, tid, stack_id, flags, weight, kstack, leaf);
 	r->time_ns = bpf_ktime_get_ns();
 	r->start_ns = since ? since : r->time_ns;
 	r->cpu = bpf_get_smp_processor_id();
@@ -1109,13 +1111,13 @@ static __always_inline int push_timed(__u32 pid, __u32 tid, __u64 stack_id, __u3
 
 /* A sample record: timed with --timeline, else the small one. */
 static __always_inline int push_record(__u32 pid, __u32 tid, __u64 stack_id, __u32 flags,
-				       __u32 weight, __s32 kstack, __u64 since)
+				       __u32 weight, __s32 kstack, __u64 since, __u64 leaf)
 {
 	/* --async-aware wall mode: an off-CPU credit says which interval it
 	 * closes (since), for userspace to give it to the tasks that waited. */
 	if (timeline || (async_aware && since))
-		return push_timed(pid, tid, stack_id, flags, weight, kstack, since);
-	return push_sample(pid, tid, stack_id, flags, weight, kstack);
+		return push_timed(pid, tid, stack_id, flags, weight, kstack, since, leaf);
+	return push_sample(pid, tid, stack_id, flags, weight, kstack, leaf);
 }
 
 /*
@@ -1123,10 +1125,11 @@ static __always_inline int push_record(__u32 pid, __u32 tid, __u64 stack_id, __u
  * travel as a record: the map is full (or the slot empty).
  */
 static __always_inline int count_sample(__u32 pid, __u32 tid, __u64 stack_id, __u32 flags,
-					__s32 kstack)
+					__s32 kstack, __u64 leaf)
 {
 	struct tb_count_key k = {
 		.pid = pid, .tid = tid, .stack_id = stack_id, .flags = flags, .kstack = kstack,
+		.leaf = leaf,
 	};
 	__u64 one = 1, *n;
 	__u32 zero = 0;
@@ -1152,10 +1155,15 @@ static __always_inline int count_sample(__u32 pid, __u32 tid, __u64 stack_id, __
 /*
  * --native: the thread's user stack by the kernel's frame-pointer unwinder,
  * written after the Python frames of the stack record (which carries their
- * number in `ustack`) and mixed into the stack id. bpf_get_stack() into the
- * record costs ~1 us more per sample here; bpf_get_stackid() and its stack
- * map cost ~7 us (measured side by side, README). A Python stack too deep
- * to leave room goes without. Without --native the record says "none".
+ * number in `ustack`). The callers' return addresses and their number are
+ * mixed into the stack id; the leaf, the sampled pc itself, is not: it
+ * differs nearly every sample, and as part of the id made each sample a
+ * new stack record (~700 bytes, 3-9 us here: 171-226 stacks a run instead
+ * of 9-15). It travels in the count key and the sample record instead
+ * (native_leaf()). bpf_get_stack() into the record costs ~1 us more per
+ * sample here; bpf_get_stackid() and its stack map cost ~7 us (measured
+ * side by side, README). A Python stack too deep to leave room goes
+ * without. Without --native the record says "none".
  */
 static __always_inline void native_stack(void *ctx, struct walk_ctx *c)
 {
@@ -1174,10 +1182,22 @@ static __always_inline void native_stack(void *ctx, struct walk_ctx *c)
 	}
 	n /= sizeof(__u64);
 	h = c->ch.hash;
-	for (i = 0; i < TB_USTACK_DEPTH && i < n; i++)
+	for (i = 1; i < TB_USTACK_DEPTH && i < n; i++)
 		h = tb_hash_mix(h, ips[i]);
-	c->ch.hash = tb_hash_mix(h, (__u64)n);
+	h = tb_hash_mix(h, (__u64)n);
+	retag_tasks(c->ch.hash, h);
+	c->ch.hash = h;
 	c->s->stack.ustack = (__s32)n;
+}
+
+/* --native: the sample's leaf pc native_stack() took, 0 if none. */
+static __always_inline __u64 native_leaf(struct walk_ctx *c)
+{
+	__u32 depth = c->ch.depth;
+
+	if (c->s->stack.ustack <= 0 || depth >= TB_MAX_DEPTH)
+		return 0;
+	return *(__u64 *)&c->s->stack.frames[depth];
 }
 
 static __always_inline __s32 kernel_stack(void *ctx, __u64 *cnt)
@@ -1268,9 +1288,10 @@ static __noinline void sample_done(void *ctx, struct walk_ctx *c, __u64 pid_tid,
 	}
 	kstack = kernel_stack(ctx, c->cnt);
 	if (!timeline && c->s->walk.reg.acked &&
-	    !count_sample(pid, tid, c->ch.hash, c->ch.flags, kstack)) {
+	    !count_sample(pid, tid, c->ch.hash, c->ch.flags, kstack, native_leaf(c))) {
 		count(c->cnt, TB_C_AGGREGATED);
-	} else if (push_record(pid, tid, c->ch.hash, c->ch.flags, 1, kstack, 0) < 0) {
+	} else if (push_record(pid, tid, c->ch.hash, c->ch.flags, 1, kstack, 0,
+			       native_leaf(c)) < 0) {
 		count(c->cnt, TB_C_LOST);
 		goto out;
 	}
@@ -1365,6 +1386,7 @@ static __noinline void switch_out_done(void *ctx, struct walk_ctx *c, __u64 pid_
 	oc.stack_id = c->ch.hash;
 	oc.flags = c->ch.flags | TB_SF_OFFCPU;
 	oc.kstack = kernel_stack(ctx, c->cnt);
+	oc.leaf = native_leaf(c);
 	oc.pid = pid;
 	oc.away = 1;
 	bpf_map_update_elem(&offcpu, &tid, &oc, BPF_ANY);
@@ -1409,7 +1431,7 @@ static __noinline void switch_in(struct task_struct *next, __u64 now)
 	if (!cnt)
 		return;
 	if (push_record(oc->pid, tid, oc->stack_id, oc->flags, (__u32)periods, oc->kstack,
-			oc->since)) {
+			oc->since, oc->leaf)) {
 		cnt[TB_C_OFFCPU_LOST] += periods;
 		return;
 	}

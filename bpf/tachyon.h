@@ -254,6 +254,9 @@ struct tb_sample {
 	__u64 stack_id;
 	__u32 weight;		/* sample periods this record stands for (1 on CPU) */
 	__s32 kstack;		/* kernel stack id in `kstacks`, or < 0 */
+	/* --native: the sampled pc (the native leaf), 0 if none. Not part of
+	 * the stack id, which has the callers only (see struct tb_stack). */
+	__u64 leaf;
 };
 
 /*
@@ -283,6 +286,7 @@ struct tb_count_key {
 	__u64 stack_id;
 	__u32 flags;
 	__s32 kstack;
+	__u64 leaf;		/* --native: as tb_sample.leaf */
 };
 
 enum tb_proc_event {
@@ -314,7 +318,10 @@ struct tb_stack {
 	__u32 pid;		/* the process whose sample sent it: its code objects
 				 * are read now, while they are surely alive */
 	/* --native: how many user stack addresses (leaf first, u64) follow
-	 * the `depth` frames (they are part of the stack id); < 0: none */
+	 * the `depth` frames; < 0: none. The callers (all but the first) and
+	 * their number are part of the stack id; the first, the leaf, is the
+	 * pc of the sample that sent the record: every sample carries its
+	 * own (tb_sample.leaf, tb_count_key.leaf). */
 	__s32 ustack;
 	/* --mode exception: the type object of the exception in flight
 	 * (part of the stack id), 0 otherwise */
@@ -339,6 +346,7 @@ struct tb_offcpu {
 	__s32 kstack;		/* kernel stack id, or < 0 */
 	__u32 pid;
 	__u32 away;		/* 1 while off CPU */
+	__u64 leaf;		/* --native: as tb_sample.leaf */
 };
 
 
@@ -471,16 +479,18 @@ TB_ABI_OFF(struct tb_walk, reg, 160);
 TB_ABI_SIZE(struct tb_frame, 16);
 TB_ABI_OFF(struct tb_frame, instr, 8);
 TB_ABI_OFF(struct tb_frame, fp, 12);
-TB_ABI_SIZE(struct tb_sample, 32);
+TB_ABI_SIZE(struct tb_sample, 40);
 TB_ABI_OFF(struct tb_sample, flags, 12);
 TB_ABI_OFF(struct tb_sample, stack_id, 16);
 TB_ABI_OFF(struct tb_sample, weight, 24);
 TB_ABI_OFF(struct tb_sample, kstack, 28);
-TB_ABI_SIZE(struct tb_timed, 56);
-TB_ABI_OFF(struct tb_timed, time_ns, 32);
-TB_ABI_OFF(struct tb_timed, start_ns, 40);
-TB_ABI_OFF(struct tb_timed, cpu, 48);
-TB_ABI_SIZE(struct tb_count_key, 24);
+TB_ABI_OFF(struct tb_sample, leaf, 32);
+TB_ABI_SIZE(struct tb_timed, 64);
+TB_ABI_OFF(struct tb_timed, time_ns, 40);
+TB_ABI_OFF(struct tb_timed, start_ns, 48);
+TB_ABI_OFF(struct tb_timed, cpu, 56);
+TB_ABI_SIZE(struct tb_count_key, 32);
+TB_ABI_OFF(struct tb_count_key, leaf, 24);
 TB_ABI_OFF(struct tb_count_key, stack_id, 8);
 TB_ABI_OFF(struct tb_count_key, flags, 16);
 TB_ABI_OFF(struct tb_count_key, kstack, 20);
@@ -495,7 +505,8 @@ TB_ABI_OFF(struct tb_stack, ustack, 20);
 TB_ABI_OFF(struct tb_stack, exc_type, 24);
 TB_ABI_OFF(struct tb_stack, frames, TB_STACK_HDR_SIZE);
 TB_ABI_SIZE(struct tb_stack, TB_STACK_HDR_SIZE + TB_MAX_DEPTH * 16);
-TB_ABI_SIZE(struct tb_offcpu, 40);
+TB_ABI_SIZE(struct tb_offcpu, 48);
+TB_ABI_OFF(struct tb_offcpu, leaf, 40);
 TB_ABI_OFF(struct tb_offcpu, stack_id, 8);
 TB_ABI_OFF(struct tb_offcpu, flags, 24);
 TB_ABI_OFF(struct tb_offcpu, pid, 32);

@@ -97,9 +97,11 @@ static const char *thread_name(void *ctx, uint32_t target, uint32_t tid);
 static int kernel_frames(void *ctx, int32_t kstack, const char **names, int max);
 static const char *exc_name(void *ctx, uint32_t target, uint64_t type);
 static void new_stack(struct ingest *in, const struct tb_stack *rec, size_t size);
+static void plan_native(struct ingest *in, uint32_t pid, uint64_t stack_id,
+			const struct stack_frames *sf, uint64_t leaf);
 static void add_sample(struct ingest *in, uint32_t pid, uint32_t tid, uint64_t stack_id,
 		       uint32_t flags, int32_t kstack, uint64_t weight,
-		       const struct tb_timed *when);
+		       const struct tb_timed *when, uint64_t leaf);
 
 struct ingest *ingest_new(const struct options *o, struct sampler *sampler, struct targets *ts)
 {
@@ -411,7 +413,7 @@ void ingest_freeze(struct ingest *in, struct target *t)
 
 static void on_count(void *ctx, const struct tb_count_key *k, uint64_t n)
 {
-	add_sample(ctx, k->pid, k->tid, k->stack_id, k->flags, k->kstack, n, NULL);
+	add_sample(ctx, k->pid, k->tid, k->stack_id, k->flags, k->kstack, n, NULL, k->leaf);
 }
 
 /*
@@ -572,6 +574,8 @@ static void count_sample(struct ingest *in, const struct agg_key *k, uint64_t we
 	if (profile_count(&in->prof, k, weight) != 1)
 		return;
 	symbols_resolve(&in->sym, t, sf->frames, sf->depth);
+	if (in->opt->native)
+		plan_native(in, (uint32_t)t->pid, k->stack_id, sf, k->leaf);
 	note_thread(in, k);
 }
 
@@ -590,7 +594,7 @@ static void tl_add(struct ingest *in, const struct agg_key *k, const struct tb_t
 
 static void add_sample(struct ingest *in, uint32_t pid, uint32_t tid, uint64_t stack_id,
 		       uint32_t flags, int32_t kstack, uint64_t weight,
-		       const struct tb_timed *when)
+		       const struct tb_timed *when, uint64_t leaf)
 {
 	const struct stack_frames *sf;
 	struct target *t = targets_by_pid(in->ts, pid);
@@ -605,6 +609,7 @@ static void add_sample(struct ingest *in, uint32_t pid, uint32_t tid, uint64_t s
 	k.stack_id = stack_id;
 	k.flags = flags & ~TB_SF_STATUS_KNOWN;
 	k.kstack = in->opt->kernel ? kstack : -1;
+	k.leaf = in->opt->native ? leaf : 0;
 	if (when)
 		tl_add(in, &k, when);
 	sf = profile_stack(&in->prof, stack_id);
@@ -623,22 +628,30 @@ static void add_sample(struct ingest *in, uint32_t pid, uint32_t tid, uint64_t s
 }
 
 /*
- * --native: the stack's native frames, named and merged with its Python
- * frames now, while the process (its mappings) is surely there.
+ * --native: the stack's native frames with this leaf pc, named and merged
+ * with its Python frames now, while the process (its mappings) is surely
+ * there; once per (stack, leaf).
  */
-static void merge_native(struct ingest *in, const struct tb_stack *rec, size_t size)
+static void plan_native(struct ingest *in, uint32_t pid, uint64_t stack_id,
+			const struct stack_frames *sf, uint64_t leaf)
 {
+	static struct tb_frame py[TB_MAX_DEPTH];
 	uint64_t ips[TB_USTACK_DEPTH];
+	const struct stack_native *sn = sf->native;
 	struct native_plan *plan;
-	size_t at = TB_STACK_HDR_SIZE + (size_t)rec->depth * sizeof(struct tb_frame);
-	int n = rec->ustack;
+	int n = 0;
 
-	/* The addresses follow the Python frames (not aligned for us: copied). */
-	if (n < 0 || n > TB_USTACK_DEPTH || size < at + (size_t)n * sizeof(ips[0]))
-		n = 0;
-	memcpy(ips, (const uint8_t *)rec + at, (size_t)n * sizeof(ips[0]));
-	plan = native_merge(&in->native, rec->pid, ips, n, rec->frames, rec->depth);
-	if (!plan) {
+	if (!sn || profile_native_plan(sf, leaf))
+		return;
+	profile_entry_frames(sf, py);
+	if (leaf && sn->nips >= 0 && sn->nips < TB_USTACK_DEPTH) {
+		ips[n++] = leaf;
+		if (sn->nips)
+			memcpy(ips + 1, sn->ips, (size_t)sn->nips * sizeof(ips[0]));
+		n += sn->nips;
+	}
+	plan = native_merge(&in->native, pid, ips, n, py, sf->depth);
+	if (!plan || profile_add_plan(&in->prof, stack_id, leaf, plan)) {
 		tb_warn("out of memory: a stack keeps its Python frames only");
 		return;
 	}
@@ -646,7 +659,32 @@ static void merge_native(struct ingest *in, const struct tb_stack *rec, size_t s
 		in->cnt.native_merged++;
 	else
 		in->cnt.native_unmatched++;
-	profile_set_native(&in->prof, rec->stack_id, plan);
+	in->cnt.native_bytes = in->native.bytes;
+	in->cnt.native_peak = in->native.peak;
+	in->cnt.native_limit = in->native.limit;
+	in->cnt.native_dropped = in->native.dropped;
+}
+
+/* --native: keep a new stack's native callers, and merge the leaf it came
+ * with (its first sample's). */
+static void merge_native(struct ingest *in, const struct tb_stack *rec, size_t size)
+{
+	uint64_t ips[TB_USTACK_DEPTH];
+	size_t at = TB_STACK_HDR_SIZE + (size_t)rec->depth * sizeof(struct tb_frame);
+	const struct stack_frames *sf;
+	int n = rec->ustack;
+
+	/* The addresses follow the Python frames (not aligned for us: copied). */
+	if (n <= 0 || n > TB_USTACK_DEPTH || size < at + (size_t)n * sizeof(ips[0]))
+		n = 0;
+	memcpy(ips, (const uint8_t *)rec + at, (size_t)n * sizeof(ips[0]));
+	if (profile_set_native(&in->prof, rec, ips + 1, n ? n - 1 : -1)) {
+		tb_warn("out of memory: a stack keeps its Python frames only");
+		return;
+	}
+	sf = profile_stack(&in->prof, rec->stack_id);
+	if (sf)
+		plan_native(in, rec->pid, rec->stack_id, sf, n ? ips[0] : 0);
 }
 
 /*
@@ -754,7 +792,7 @@ static int credit_waits(struct ingest *in, uint32_t pid, uint32_t tid, uint64_t 
 		if (profile_add_stack(&in->prof, ws->rec, ws->size) > 0)
 			new_stack(in, ws->rec, ws->size);
 		ntl = in->ntl;
-		add_sample(in, pid, tid, ws->rec->stack_id, flags, -1, weight, timed);
+		add_sample(in, pid, tid, ws->rec->stack_id, flags, -1, weight, timed, 0);
 		if (in->ntl > ntl)
 			in->tl[ntl].lane = lane;
 		in->cnt.async_wait_periods += weight;
@@ -818,7 +856,7 @@ void ingest_credit_offcpu(struct ingest *in, uint64_t end_ns)
 				 &when))
 			continue;
 		add_sample(in, v[i].pid, v[i].tid, v[i].stack_id, v[i].flags, v[i].kstack,
-			   v[i].periods, in->opt->timeline ? &when : NULL);
+			   v[i].periods, in->opt->timeline ? &when : NULL, v[i].leaf);
 	}
 	free(v);
 }
@@ -864,14 +902,15 @@ void ingest_record(struct ingest *in, const void *data, size_t size)
 	if (kind == TB_REC_SAMPLE && size >= sizeof(struct tb_sample)) {
 		in->cnt.received++;
 		add_sample(in, smp->pid, smp->tid, smp->stack_id, smp->flags, smp->kstack,
-			   smp->weight, NULL);
+			   smp->weight, NULL, smp->leaf);
 	} else if (kind == TB_REC_TIMED && size >= sizeof(struct tb_timed)) {
 		in->cnt.received++;
 		/* --async-aware wall mode times off-CPU credits without --timeline */
 		if (!credit_waits(in, smp->pid, smp->tid, smp->stack_id, smp->flags, smp->weight,
 				  data))
 			add_sample(in, smp->pid, smp->tid, smp->stack_id, smp->flags,
-				   smp->kstack, smp->weight, in->opt->timeline ? data : NULL);
+				   smp->kstack, smp->weight, in->opt->timeline ? data : NULL,
+				   smp->leaf);
 	} else if (kind == TB_REC_TASKS && size >= TB_TASKS_HDR_SIZE) {
 		new_tasks(in, data, size);
 	} else if (kind == TB_REC_STACK) {

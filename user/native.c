@@ -19,7 +19,10 @@ char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 /* The interpreter's eval function: GCC's split parts (".cold") count too. */
 #define EVAL_SYM	"_PyEval_EvalFrameDefault"
 #define MAX_LOADS	16
+#define MAX_EVALS	8
 #define ELF_KEY		64
+/* What one cached name costs besides its bytes: the map slot, malloc's. */
+#define NAME_OVERHEAD	32
 
 struct nsym {
 	uint64_t addr, size;
@@ -35,8 +38,15 @@ struct nelf {
 	} load[MAX_LOADS];
 	int nload;
 	int is_interp;		/* defines the eval function: the interpreter */
+	struct {
+		uint64_t lo, hi;
+	} eval[MAX_EVALS];	/* the eval function's parts: kept when dropped */
+	int nevals;
 	char base[64];		/* file name, for "[libname]" */
 	struct hmap names;	/* vaddr -> "fn [libname]" */
+	size_t bytes;		/* syms and names, counted in native.bytes */
+	uint64_t used;		/* native.tick when last used */
+	int dropped;		/* symbols and names dropped (memory bound) */
 };
 
 struct nmap {
@@ -54,7 +64,9 @@ int native_init(struct native *nt)
 {
 	memset(nt, 0, sizeof(*nt));
 	elf_version(EV_CURRENT);
-	if (hmap_init(&nt->elves, ELF_KEY) || hmap_init(&nt->files, ELF_KEY) ||
+	nt->limit = NATIVE_MEM_MAX;
+	nt->arena = malloc(NATIVE_ARENA);
+	if (!nt->arena || hmap_init(&nt->elves, ELF_KEY) || hmap_init(&nt->files, ELF_KEY) ||
 	    hmap_init(&nt->procs, sizeof(uint32_t))) {
 		native_free(nt);
 		return -ENOMEM;
@@ -90,6 +102,8 @@ void native_free(struct native *nt)
 	hmap_free_values(&nt->elves, free_elf);
 	hmap_free(&nt->files);
 	hmap_free_values(&nt->procs, free_proc);
+	free(nt->arena);
+	nt->arena = NULL;
 }
 
 void native_forget(struct native *nt, uint32_t pid)
@@ -131,8 +145,15 @@ static int add_sym(struct nelf *e, size_t *cap, const GElf_Sym *s, const char *r
 	if (!v->name)
 		return -ENOMEM;
 	e->nsyms++;
-	if (!strncmp(raw, EVAL_SYM, strlen(EVAL_SYM)))
-		e->is_interp = 1;
+	e->bytes += sizeof(*v) + strlen(v->name) + 1;
+	if (strncmp(raw, EVAL_SYM, strlen(EVAL_SYM)))
+		return 0;
+	e->is_interp = 1;
+	if (e->nevals < MAX_EVALS) {
+		e->eval[e->nevals].lo = s->st_value;
+		e->eval[e->nevals].hi = s->st_value + (s->st_size ? s->st_size : 1);
+		e->nevals++;
+	}
 	return 0;
 }
 
@@ -328,6 +349,18 @@ static void elf_key(char key[ELF_KEY], const struct elf_ids *ids, const struct p
 	}
 }
 
+static void account(struct native *nt, struct nelf *e, size_t add);
+
+/* A file just read: its symbols count against the bound. */
+static void count_loaded(struct native *nt, struct nelf *e)
+{
+	size_t b = e->bytes;
+
+	e->bytes = 0;
+	e->used = ++nt->tick;
+	account(nt, e, b);
+}
+
 /* Open a mapping's file as the process sees it. */
 static int open_mapped(uint32_t pid, const struct proc_map *m)
 {
@@ -367,8 +400,8 @@ static struct nelf *elf_of(struct native *nt, uint32_t pid, const struct proc_ma
 	free(probe.syms);
 	elf_key(key, &ids, m);
 	slot = hmap_put(&nt->elves, key, &added);
-	if (slot && added)
-		*slot = load_elf(fd, m->path, &ids);
+	if (slot && added && (*slot = load_elf(fd, m->path, &ids)))
+		count_loaded(nt, *slot);
 	close(fd);
 	if (!slot)
 		return NULL;
@@ -452,7 +485,7 @@ static const struct nmap *map_of(struct native *nt, uint32_t pid, uint64_t ip)
 	return find_map(*slot, ip);
 }
 
-/* ---- Names -------------------------------------------------------------- */
+/* ---- Symbols ------------------------------------------------------------ */
 
 /* The address in the ELF's own terms of file offset off; 0 if in no segment. */
 static uint64_t elf_vaddr(const struct nelf *e, uint64_t off)
@@ -485,24 +518,96 @@ static const struct nsym *sym_at(const struct nelf *e, uint64_t vaddr)
 	return NULL;
 }
 
-static const char *name_in_elf(struct nelf *e, uint64_t vaddr, uint64_t off)
+/* ---- Memory ------------------------------------------------------------ */
+
+/* e's symbols and names go (the bound was passed); its ranges stay. */
+static void drop_elf(struct native *nt, struct nelf *e)
+{
+	size_t i;
+
+	for (i = 0; i < e->nsyms; i++)
+		free(e->syms[i].name);
+	free(e->syms);
+	e->syms = NULL;
+	e->nsyms = 0;
+	hmap_free_values(&e->names, free);	/* never filled again */
+	nt->bytes -= e->bytes;
+	e->bytes = 0;
+	e->dropped = 1;
+	nt->dropped++;
+}
+
+/* The file used least recently that still holds memory, but keep; NULL. */
+static struct nelf *lru_elf(struct native *nt, const struct nelf *keep)
+{
+	struct nelf *e, *old = NULL;
+	size_t it = 0;
+	void **val;
+
+	while (hmap_next(&nt->elves, &it, NULL, &val)) {
+		e = *val;
+		if (e && e != keep && e->bytes && (!old || e->used < old->used))
+			old = e;
+	}
+	return old;
+}
+
+/* e grew by add bytes: drop files, least recently used first, until the
+ * total is within the bound again (e itself last). */
+static void account(struct native *nt, struct nelf *e, size_t add)
+{
+	struct nelf *victim;
+
+	e->bytes += add;
+	nt->bytes += add;
+	if (nt->bytes > nt->peak)
+		nt->peak = nt->bytes;
+	while (nt->bytes > nt->limit) {
+		victim = lru_elf(nt, e);
+		if (!victim && (e->dropped || !e->bytes))
+			break;
+		drop_elf(nt, victim ? victim : e);
+	}
+}
+
+/* ---- Names -------------------------------------------------------------- */
+
+/* The name of vaddr in e (valid until the next call): cached unless e's
+ * symbols were dropped. */
+static const char *name_in_elf(struct native *nt, struct nelf *e, uint64_t vaddr, uint64_t off)
 {
 	const struct nsym *s = sym_at(e, vaddr);
-	char buf[512];
+	static char buf[512];
 	void **slot;
 	int added;
 
-	slot = hmap_put(&e->names, &vaddr, &added);
-	if (!slot)
-		return NULL;
-	if (!added)
+	slot = e->dropped ? NULL : hmap_put(&e->names, &vaddr, &added);
+	if (slot && !added)
 		return *slot;
 	if (s)
 		snprintf(buf, sizeof(buf), "%s [%s]", s->name, e->base);
 	else
 		snprintf(buf, sizeof(buf), "[%s+0x%" PRIx64 "]", e->base, off);
+	if (!slot)
+		return buf;
 	*slot = strdup(buf);
-	return *slot;
+	if (!*slot) {
+		hmap_del(&e->names, &vaddr);
+		return buf;
+	}
+	account(nt, e, strlen(buf) + 1 + NAME_OVERHEAD);
+	return buf;
+}
+
+/* Is vaddr in the eval function of e? */
+static int in_eval(const struct nelf *e, uint64_t vaddr)
+{
+	int i;
+
+	for (i = 0; i < e->nevals; i++)
+		if (vaddr >= e->eval[i].lo && vaddr < e->eval[i].hi)
+			return 1;
+	return 0;
 }
 
 /* Name and kind of one native frame of pid: *interp, *eval say whether it
@@ -512,7 +617,6 @@ static const char *frame_name(struct native *nt, uint32_t pid, uint64_t ip, int 
 {
 	const struct nmap *m = map_of(nt, pid, ip);
 	uint64_t off, vaddr;
-	const struct nsym *s;
 
 	*interp = *eval = 0;
 	if (!m)
@@ -521,10 +625,10 @@ static const char *frame_name(struct native *nt, uint32_t pid, uint64_t ip, int 
 	if (!m->elf)
 		return NULL;
 	vaddr = elf_vaddr(m->elf, off);
-	s = sym_at(m->elf, vaddr);
+	m->elf->used = ++nt->tick;
 	*interp = m->elf->is_interp;
-	*eval = s && !strncmp(s->name, EVAL_SYM, strlen(EVAL_SYM));
-	return name_in_elf(m->elf, vaddr, off);
+	*eval = in_eval(m->elf, vaddr);
+	return name_in_elf(nt, m->elf, vaddr, off);
 }
 
 /* ---- The merge ---------------------------------------------------------- */
@@ -541,19 +645,30 @@ static int py_segments(const struct tb_frame *py, uint32_t depth)
 	return depth && (py[depth - 1].code & TB_CODE_ENTRY) ? n : -1;
 }
 
-static void push_item(struct native_plan *p, int32_t py, const char *name)
+/* One frame onto p; a native frame's name is copied into nt's arena (the
+ * cache it came from may drop it: a plan owns its names). */
+static void push_item(struct native *nt, struct native_plan *p, int32_t py, const char *name)
 {
+	size_t len = name ? strlen(name) + 1 : 0;
+
+	if (name && nt->arena_len + len > NATIVE_ARENA)
+		name = NULL;	/* cannot happen: NATIVE_ARENA holds every frame's */
 	p->it[p->n].py = py;
-	p->it[p->n].name = name;
+	p->it[p->n].name = NULL;
+	if (name) {
+		memcpy(nt->arena + nt->arena_len, name, len);
+		p->it[p->n].name = nt->arena + nt->arena_len;
+		nt->arena_len += len;
+	}
 	p->n++;
 }
 
 /* Python frames of eval invocation seg (leaf first), from *at on. */
-static void push_segment(struct native_plan *p, const struct tb_frame *py, uint32_t depth,
-			 uint32_t *at)
+static void push_segment(struct native *nt, struct native_plan *p, const struct tb_frame *py,
+			 uint32_t depth, uint32_t *at)
 {
 	while (*at < depth) {
-		push_item(p, (int32_t)*at, NULL);
+		push_item(nt, p, (int32_t)*at, NULL);
 		if (py[(*at)++].code & TB_CODE_ENTRY)
 			return;
 	}
@@ -576,10 +691,10 @@ static int splice_frames(struct native *nt, uint32_t pid, const uint64_t *ips, i
 	for (i = 0; i < nips && seg < segs; i++) {
 		name = frame_name(nt, pid, ips[i], &interp, &eval);
 		if (eval) {
-			push_segment(p, py, depth, &at);
+			push_segment(nt, p, py, depth, &at);
 			seg++;
 		} else if (name && (!interp || !seg)) {
-			push_item(p, -1, name);
+			push_item(nt, p, -1, name);
 		}
 	}
 	for (; i < nips; i++) {
@@ -603,15 +718,35 @@ static void unmatched(struct native *nt, uint32_t pid, const uint64_t *ips, int 
 	uint32_t j;
 
 	p->n = 0;
+	nt->arena_len = 0;
 	for (i = 0; i < nips; i++) {
 		name = frame_name(nt, pid, ips[i], &interp, &eval);
 		if (!name || interp)
 			break;
-		push_item(p, -1, name);
+		push_item(nt, p, -1, name);
 	}
-	push_item(p, -1, NATIVE_UNMATCHED);
+	push_item(nt, p, -1, NATIVE_UNMATCHED);
 	for (j = 0; j < depth; j++)
-		push_item(p, (int32_t)j, NULL);
+		push_item(nt, p, (int32_t)j, NULL);
+}
+
+/* p in one block with the names it points to (freed with free()). */
+static struct native_plan *own_names(struct native *nt, struct native_plan *p)
+{
+	size_t items = sizeof(*p) + (size_t)p->n * sizeof(p->it[0]);
+	struct native_plan *q = malloc(items + nt->arena_len);
+	char *names = (char *)q + items;
+	uint32_t i;
+
+	if (q) {
+		memcpy(q, p, items);
+		memcpy(names, nt->arena, nt->arena_len);
+		for (i = 0; i < q->n; i++)
+			if (q->it[i].name)
+				q->it[i].name = names + (q->it[i].name - nt->arena);
+	}
+	free(p);
+	return q;
 }
 
 static void reverse(struct native_plan *p)
@@ -632,13 +767,16 @@ struct native_plan *native_merge(struct native *nt, uint32_t pid, const uint64_t
 	int segs = py_segments(py, depth);
 	struct native_plan *p;
 
+	if (nips > TB_USTACK_DEPTH)
+		nips = TB_USTACK_DEPTH;
 	p = malloc(sizeof(*p) + ((size_t)nips + depth + 2) * sizeof(p->it[0]));
 	if (!p)
 		return NULL;
 	p->n = 0;
+	nt->arena_len = 0;
 	p->matched = segs > 0 && !splice_frames(nt, pid, ips, nips, py, depth, segs, p);
 	if (!p->matched)
 		unmatched(nt, pid, ips, nips, depth, p);
 	reverse(p);
-	return p;
+	return own_names(nt, p);
 }

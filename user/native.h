@@ -40,10 +40,29 @@ struct native_plan {
 	struct native_item it[];
 };
 
+/*
+ * Memory: the files' symbol tables and their per-address names count
+ * against `limit` (NATIVE_MEM_MAX by default). Past it, the file used
+ * least recently loses both (counted in `dropped`): its addresses print as
+ * "[libname+0xoff]" from then on, and the eval function is still known
+ * (its address ranges are kept), so merging goes on. A plan owns copies of
+ * its names: dropping never frees a name a stack shows.
+ */
+#define NATIVE_MEM_MAX		(256UL << 20)
+/* Every name of one plan (each < 512 bytes, the marker included). */
+#define NATIVE_ARENA		((TB_USTACK_DEPTH + 2) * 512)
+
 struct native {
 	struct hmap elves;	/* build id (else file) key -> struct nelf *, owned */
 	struct hmap files;	/* file key (inode, device, path) -> struct nelf * */
 	struct hmap procs;	/* pid -> struct nproc * */
+	size_t bytes;		/* symbol tables and names held now */
+	size_t peak;		/* ... at most */
+	size_t limit;		/* bound on bytes */
+	uint64_t dropped;	/* files whose symbols were dropped past it */
+	uint64_t tick;		/* use clock: which file was used last */
+	char *arena;		/* the names of the plan being made */
+	size_t arena_len;
 };
 
 #define NATIVE_UNMATCHED	"[native unmatched]"

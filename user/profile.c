@@ -17,13 +17,23 @@ int profile_init(struct profile *p)
 	return 0;
 }
 
+static void free_native(struct stack_native *sn)
+{
+	if (!sn)
+		return;
+	hmap_free_values(&sn->plans, free);
+	free(sn->ips);
+	free(sn->entry);
+	free(sn);
+}
+
 static void free_stack(void *v)
 {
 	struct stack_frames *sf = v;
 
 	if (sf) {
 		asyncio_free(sf->tasks);
-		free(sf->native);
+		free_native(sf->native);
 	}
 	free(sf);
 }
@@ -109,17 +119,71 @@ const struct stack_frames *profile_stack(const struct profile *p, uint64_t stack
 	return slot ? *slot : NULL;
 }
 
-void profile_set_native(struct profile *p, uint64_t stack_id, struct native_plan *plan)
+int profile_set_native(struct profile *p, const struct tb_stack *rec, const uint64_t *callers,
+		       int32_t n)
+{
+	void **slot = hmap_get(&p->stacks, &rec->stack_id);
+	struct stack_frames *sf = slot ? *slot : NULL;
+	struct stack_native *sn;
+	uint32_t i;
+
+	if (!sf)
+		return 0;
+	sn = calloc(1, sizeof(*sn));
+	if (!sn || hmap_init(&sn->plans, sizeof(uint64_t)) ||
+	    !(sn->entry = malloc(sf->depth + 1)))
+		goto fail;
+	for (i = 0; i < sf->depth; i++)
+		sn->entry[i] = !!(rec->frames[i].code & TB_CODE_ENTRY);
+	sn->nips = n;
+	if (n > 0) {
+		sn->ips = malloc((size_t)n * sizeof(*sn->ips));
+		if (!sn->ips)
+			goto fail;
+		memcpy(sn->ips, callers, (size_t)n * sizeof(*sn->ips));
+	}
+	free_native(sf->native);
+	sf->native = sn;
+	return 0;
+fail:
+	free_native(sn);
+	return -ENOMEM;
+}
+
+void profile_entry_frames(const struct stack_frames *sf, struct tb_frame *py)
+{
+	uint32_t i;
+
+	for (i = 0; i < sf->depth; i++) {
+		py[i] = sf->frames[i];
+		if (sf->native && sf->native->entry[i])
+			py[i].code |= TB_CODE_ENTRY;
+	}
+}
+
+const struct native_plan *profile_native_plan(const struct stack_frames *sf, uint64_t leaf)
+{
+	void **slot = sf->native ? hmap_get(&sf->native->plans, &leaf) : NULL;
+
+	return slot ? *slot : NULL;
+}
+
+int profile_add_plan(struct profile *p, uint64_t stack_id, uint64_t leaf,
+		     struct native_plan *plan)
 {
 	void **slot = hmap_get(&p->stacks, &stack_id);
 	struct stack_frames *sf = slot ? *slot : NULL;
+	int added;
 
-	if (!sf) {
+	slot = sf && sf->native ? hmap_put(&sf->native->plans, &leaf, &added) : NULL;
+	if (!slot) {
 		free(plan);
-		return;
+		return sf && sf->native ? -ENOMEM : 0;
 	}
-	free(sf->native);
-	sf->native = plan;
+	if (!added)
+		free(*slot);
+	*slot = plan;
+	return 0;
 }
 
 int profile_count(struct profile *p, const struct agg_key *k, uint64_t n)
@@ -303,15 +367,22 @@ static int task_frames(struct resolved *r, struct rsample *s, const struct task_
 	return 0;
 }
 
-/* --native: the merged stack, outermost first (native frames by name). */
+/*
+ * --native: the merged stack p, outermost first (native frames by name),
+ * from its Python frame `from` on (-1: all of it). Under an asyncio task
+ * chain, from is the task's coroutine: what p has above it is the event
+ * loop's, Python and native, and the chain stands for it.
+ */
 static int native_frames(struct resolved *r, struct rsample *s, const struct stack_frames *sf,
-			 struct target *t, struct symbols *sym, const struct resolve_opts *o)
+			 const struct native_plan *p, int32_t from, struct target *t,
+			 struct symbols *sym, const struct resolve_opts *o)
 {
-	const struct native_plan *p = sf->native;
-	uint32_t i;
+	uint32_t i = 0;
 	int32_t py;
 
-	for (i = 0; i < p->n; i++) {
+	while (from >= 0 && i < p->n && p->it[i].py != from)
+		i++;
+	for (; i < p->n; i++) {
 		py = p->it[i].py;
 		if (py >= 0 && (uint32_t)py < sf->depth) {
 			if (python_frame(r, s, &sf->frames[py], i + 1 == p->n, t, sym, o))
@@ -332,6 +403,7 @@ static int resolve_one(struct resolved *r, const struct agg_key *k, uint64_t cou
 	uint32_t keep = sf->tasks ? asyncio_keep(sf->tasks, sf->frames, sf->depth) : 0;
 	const struct task_chain *tc = keep ? sf->tasks : NULL;
 	uint32_t i = keep ? keep : sf->depth;
+	const struct native_plan *plan = profile_native_plan(sf, k->leaf);
 	struct rsample *s;
 	const char *tn;
 
@@ -341,7 +413,7 @@ static int resolve_one(struct resolved *r, const struct agg_key *k, uint64_t cou
 	tn = o->thread_name ? o->thread_name(o->ctx, k->target, k->tid) : NULL;
 	s->tname = tn ? strdup(tn) : NULL;
 	s->frames = calloc(sf->depth + 5 + MAX_KFRAMES + task_frames_max(tc) +
-			   (sf->native ? sf->native->n : 0),
+			   (plan ? plan->n : 0),
 			   sizeof(*s->frames));
 	if (!s->frames || (tn && !s->tname) || prefix_frames(r, s, k, o, t)) {
 		free(s->frames);
@@ -350,8 +422,8 @@ static int resolve_one(struct resolved *r, const struct agg_key *k, uint64_t cou
 	}
 	if (tc && task_frames(r, s, tc, t, sym, o))
 		return -ENOMEM;
-	if (sf->native && !tc) {
-		if (native_frames(r, s, sf, t, sym, o))
+	if (plan) {
+		if (native_frames(r, s, sf, plan, tc ? (int32_t)keep - 1 : -1, t, sym, o))
 			return -ENOMEM;
 	} else {
 		while (i-- > 0)

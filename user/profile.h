@@ -20,12 +20,24 @@
 
 struct task_chain;
 
+/*
+ * --native: a stack's native callers (the record's addresses but the first:
+ * the BPF side's stack id covers these) and the merged stack for each leaf
+ * pc its samples came with (the leaf is in the aggregation key).
+ */
+struct stack_native {
+	int32_t nips;		/* callers; -1: no native stack was captured */
+	uint64_t *ips;		/* callers, innermost first */
+	uint8_t *entry;		/* per Python frame: 1 if TB_CODE_ENTRY was set */
+	struct hmap plans;	/* leaf pc -> struct native_plan * (owned) */
+};
+
 struct stack_frames {
 	uint32_t depth;
 	uint32_t refs;		/* aggregation keys that use it */
 	struct task_chain *tasks;	/* --async-aware: the tasks it ran in, or NULL */
 	uint64_t exc_type;	/* --mode exception: the exception's type object, or 0 */
-	struct native_plan *native;	/* --native: the merged stack, or NULL */
+	struct stack_native *native;	/* --native: its native part, or NULL */
 	struct tb_frame frames[];	/* leaf first (TB_CODE_ENTRY bits cleared) */
 };
 
@@ -35,6 +47,7 @@ struct agg_key {
 	uint64_t stack_id;
 	uint32_t flags;		/* enum tb_sample_flags */
 	int32_t kstack;		/* kernel stack id, < 0 if none */
+	uint64_t leaf;		/* --native: the sampled pc (tb_sample.leaf), 0 if none */
 };
 
 struct profile {
@@ -72,8 +85,18 @@ void profile_pending_tasks(struct profile *p, uint64_t id, struct task_chain *c)
 /* Keep the frames of a TB_REC_STACK record (first copy wins). */
 int profile_add_stack(struct profile *p, const struct tb_stack *rec, size_t size);
 const struct stack_frames *profile_stack(const struct profile *p, uint64_t stack_id);
-/* --native: the merged stack of stack_id (owned by the profile from now on). */
-void profile_set_native(struct profile *p, uint64_t stack_id, struct native_plan *plan);
+/* --native: the native callers of rec's stack (copied; n < 0: none
+ * captured), and which of its frames were marked TB_CODE_ENTRY. */
+int profile_set_native(struct profile *p, const struct tb_stack *rec, const uint64_t *callers,
+		       int32_t n);
+/* --native: sf's Python frames into py, their TB_CODE_ENTRY bits set again. */
+void profile_entry_frames(const struct stack_frames *sf, struct tb_frame *py);
+/* --native: the merged stack of sf with this leaf pc, NULL if not made yet. */
+const struct native_plan *profile_native_plan(const struct stack_frames *sf, uint64_t leaf);
+/* --native: keep plan as stack_id's with this leaf (owned by the profile
+ * from now on, kept or not). */
+int profile_add_plan(struct profile *p, uint64_t stack_id, uint64_t leaf,
+		     struct native_plan *plan);
 /* Count one sample. Returns 1 if the key is new, 0 if not, -ENOMEM. */
 int profile_count(struct profile *p, const struct agg_key *k, uint64_t n);
 /* Symbolize every counted sample and add it to r. procs[i] describes target

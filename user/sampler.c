@@ -725,7 +725,8 @@ int sampler_offcpu_left(struct sampler *s, uint64_t now, struct offcpu_left **ou
 		if (array_grow(out, &cap, (size_t)n + 1, sizeof(**out), 64))
 			break;
 		(*out)[n++] = (struct offcpu_left){ v.pid, key, v.flags, v.kstack, v.stack_id,
-						    (now - v.since + v.carry) / period, v.since };
+						    (now - v.since + v.carry) / period, v.since,
+						    v.leaf };
 	}
 	return n;
 }

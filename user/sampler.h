@@ -104,6 +104,7 @@ struct offcpu_left {
 	uint64_t stack_id;
 	uint64_t periods;
 	uint64_t since;		/* left the CPU at (CLOCK_MONOTONIC ns) */
+	uint64_t leaf;		/* --native: the pc it left at, 0 if none */
 };
 int sampler_offcpu_left(struct sampler *s, uint64_t now, struct offcpu_left **out);
 /* CLOCK_MONOTONIC in ns: the clock of the BPF side's time stamps. */

@@ -45,6 +45,10 @@ struct ingest_counts {
 	uint64_t timeline_lost;		/* --timeline: samples counted but not timed (no memory) */
 	uint64_t native_merged;		/* --native: stacks whose native frames were merged */
 	uint64_t native_unmatched;	/* ... kept unmatched, marked */
+	uint64_t native_bytes;		/* --native: symbol tables and names held now */
+	uint64_t native_peak;		/* ... at most */
+	uint64_t native_limit;		/* ... their bound (NATIVE_MEM_MAX) */
+	uint64_t native_dropped;	/* ... files whose symbols were dropped past it */
 };
 
 struct session_stats {

@@ -175,8 +175,11 @@ void stats_print(const struct session_view *s, uint64_t written)
 		bpf_ns_per_sample(st), s->walker, c[TB_C_FRAMES], c[TB_C_CODE_MEMO]);
 	if (s->opt->native)
 		tb_info("--native: %" PRIu64 " stacks merged, %" PRIu64 " unmatched (marked); %"
-			PRIu64 " user stacks not captured", st->in.native_merged,
-			st->in.native_unmatched, c[TB_C_USTACK_ERR]);
+			PRIu64 " user stacks not captured; symbols %.1f MiB (peak %.1f MiB, bound %.0f MiB), %"
+			PRIu64 " files' symbols dropped past the bound", st->in.native_merged,
+			st->in.native_unmatched, c[TB_C_USTACK_ERR], st->in.native_bytes / 1048576.0,
+			st->in.native_peak / 1048576.0, st->in.native_limit / 1048576.0,
+			st->in.native_dropped);
 	self_rss(&rss, &peak);
 	tb_info("memory: RSS %.1f MiB (peak %.1f MiB); %zu code objects cached, %" PRIu64
 		" evicted unused; %" PRIu64 " compactions",
@@ -228,7 +231,10 @@ void stats_write_json(FILE *f, const struct session_view *s, uint64_t written)
 		", \"code_evicted\": %" PRIu64 ", \"code_hit_rate\": %.4f, \"compactions\": %" PRIu64 ",\n"
 		" \"event\": \"%s\", \"mode\": \"%s\", \"frequency\": %" PRIu64 ",\n"
 		" \"sample_rate_hz\": %.6g, \"tick_every\": %u, \"kernel_hz\": %d,"
-		" \"scope\": \"%s\", \"task_events\": %d, \"walker\": \"%s\"}\n",
+		" \"scope\": \"%s\", \"task_events\": %d, \"walker\": \"%s\",\n"
+		" \"native_merged\": %" PRIu64 ", \"native_unmatched\": %" PRIu64
+		", \"native_symbol_bytes\": %" PRIu64 ", \"native_symbol_peak\": %" PRIu64
+		", \"native_symbol_limit\": %" PRIu64 ", \"native_dropped\": %" PRIu64 "}\n",
 		sum.collected, sum.written, sum.lost,
 		c[TB_C_NO_TSTATE], c[TB_C_NO_FRAMES], c[TB_C_READ_TSTATE], c[TB_C_FILTERED],
 		st->in.missing_stack, st->in.unknown_pid,
@@ -243,7 +249,9 @@ void stats_write_json(FILE *f, const struct session_view *s, uint64_t written)
 		rss, peak, s->sym.cached, s->sym.evicted, code_hit_rate(&s->sym), st->in.compactions,
 		s->opt->event->name, cli_mode_name(s->opt->mode), s->opt->freq,
 		s->opt->rate_hz, s->opt->tick_every, s->opt->kernel_hz, stats_scope(s),
-		s->task_events, s->walker);
+		s->task_events, s->walker, st->in.native_merged, st->in.native_unmatched,
+		st->in.native_bytes, st->in.native_peak, st->in.native_limit,
+		st->in.native_dropped);
 	if (fflush(f))
 		tb_warn("--stats %s: %s", s->opt->stats_path, strerror(errno));
 }

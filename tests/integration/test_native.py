@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sysconfig
+import time
 
 from common import Interp, art_path, check, run_profiler, timeout, WORKLOADS
 
@@ -21,6 +22,7 @@ UNMATCHED = "[native unmatched]"
 PY_RE = re.compile(r"^(?P<name>.+) \((?P<file>[^()]+):(?P<line>\d+)\)$")
 NATIVE_RE = re.compile(r"^(?:(?P<fn>.+) \[(?P<lib>[^\[\]]+)\]|\[(?P<off>[^\[\]]+\+0x[0-9a-f]+)\])$")
 PHASES = ("do_spin", "do_cb", "do_zlib", "do_sort")
+LABEL_RE = re.compile(r"^\S+ [A-Za-z_][\w.<>]*$")
 
 
 def _build_ext():
@@ -41,27 +43,40 @@ def _build_ext():
     return out_dir
 
 
+def _record(python, tag, script, args, extra=()):
+    """(result, collapsed output path) of record --native [extra] over
+    `python script EXT_DIR args...`."""
+    check(python.exists(), "missing %s: run scripts/real-pythons.sh" % python.path)
+    out = art_path("native-%s%s.txt" % (tag, python.label))
+    res = run_profiler(None, ["--native", "-F", "250", "-f", "collapsed", "-o", out] +
+                       list(extra) + ["--", python.path, os.path.join(WORKLOADS, script),
+                                      _build_ext()] + list(args), timeout=60)
+    res.expect_ok()
+    return res, out
+
+
 def _profile(python, seconds=4):
     """(stacks, {phase: seconds}) of native_mix.py run under record --native:
     stacks are lists of (kind, name) with kind 'py', 'native' or 'mark'."""
-    check(python.exists(), "missing %s: run scripts/real-pythons.sh" % python.path)
     times_path = art_path("native-times-%s.json" % python.label)
-    out = art_path("native-%s.txt" % python.label)
-    res = run_profiler(None, ["--native", "-F", "250", "-f", "collapsed", "-o", out, "--",
-                              python.path, os.path.join(WORKLOADS, "native_mix.py"),
-                              _build_ext(), seconds, times_path], timeout=60)
-    res.expect_ok()
+    res, out = _record(python, "", "native_mix.py", [seconds, times_path])
     with open(times_path) as f:
         times = json.load(f)
+    return _read_stacks(out, res.where()), times, res.where()
+
+
+def _read_stacks(path, where):
     stacks = []
-    with open(out) as f:
+    with open(path) as f:
         for line in f:
             stack, _, count = line.rstrip("\n").rpartition(" ")
-            stacks.append((_frames(stack, res.where()), int(count)))
-    return stacks, times, res.where()
+            stacks.append((_frames(stack, where), int(count)))
+    return stacks
 
 
 def _frames(stack, where):
+    """(kind, name) frames: 'py', 'native', 'mark', and with --kernel and
+    --async-aware 'kernel' ('fn [k]') and 'label' (a task's 'name coro')."""
     frames = []
     for raw in stack.split(";"):
         m = PY_RE.match(raw)
@@ -69,6 +84,10 @@ def _frames(stack, where):
             frames.append(("mark", raw))
         elif m:
             frames.append(("py", m["name"]))
+        elif raw.endswith(" [k]"):
+            frames.append(("kernel", raw[:-4]))
+        elif LABEL_RE.match(raw):
+            frames.append(("label", raw))
         else:
             check(NATIVE_RE.match(raw) or raw.startswith("<unknown 0x"),
                   "frame %r is neither Python, native nor the marker %s" % (raw, where))
@@ -175,3 +194,105 @@ def test_native_without_frame_pointers_marked():
         check(marked > 0, "%s: no stack marked %s %s" % (python.label, UNMATCHED, where))
         spin = _share(stacks, lambda f: ("native", "spin [%s]" % EXT) in f)
         check(spin > 0, "%s: spin [%s] never seen %s" % (python.label, EXT, where))
+
+
+def _more(python, mode, args, seconds=3):
+    """(stacks, result, --stats) of native_more.py MODE under record --native
+    ARGS: stacks as in _profile."""
+    stats = art_path("native-more-%s-%s.stats.json" % (mode, python.label))
+    res, out = _record(python, "more-%s-" % mode, "native_more.py", [seconds, mode],
+                       ["--stats", stats] + list(args))
+    with open(stats) as f:
+        st = json.load(f)
+    return _read_stacks(out, res.where()), res, st
+
+
+
+@timeout(120)
+def test_native_async_aware():
+    """--native --async-aware (Debian's 3.15): a task's C function shows
+    under its task chain, right above the coroutine that called it; the
+    event loop's frames, Python and native, give way to the chain."""
+    stacks, res, _ = _more(Interp("sid-3.15"), "async", ["--async-aware"])
+    where = res.where()
+    spin = ("native", "spin [%s]" % EXT)
+    worker = _share(stacks, lambda f: ("label", "worker work") in f)
+    check(worker >= 50, "only %d samples in task worker %s" % (worker, where))
+    want = [("label", "Task-1 main"), ("py", "main"), ("label", "worker work"),
+            ("py", "work"), spin]
+    exact = _share(stacks, lambda f: f == want)
+    shown = sorted(stacks, key=lambda s: -s[1])[:3]
+    check(exact >= 0.7 * worker, "%s in %d of %d samples of task worker; top stacks %s %s"
+          % (" -> ".join(n for _, n in want), exact, worker, shown, where))
+    for frames, _ in stacks:
+        if ("label", "worker work") in frames:
+            names = [n for _, n in frames]
+            check(not any(n.startswith("BaseEventLoop") for n in names),
+                  "event loop frames under a task chain: %s %s" % (names, where))
+
+
+@timeout(120)
+def test_native_wall_kernel_blocked():
+    """-m wall --native --kernel (Debian's 3.15): a thread blocked in
+    time.sleep reads sleeper_loop -> libc's native frames -> the kernel's,
+    in that order, for the time it slept; --stats reports the native
+    symbols' memory against its bound."""
+    stacks, res, st = _more(Interp("sid-3.15"), "sleep", ["-m", "wall", "--kernel"])
+    where = res.where()
+    sleeper = [(f, c) for f, c in stacks if ("py", "sleeper_loop") in f]
+    total = sum(c for _, c in sleeper)
+    # 3 s at 250 Hz, nearly all of it asleep (the samples are wall time)
+    check(total >= 0.5 * 3 * 250, "sleeper_loop has %d samples in 3 s of wall time at 250 Hz %s"
+          % (total, where))
+
+    def shaped(f):
+        """natives (one in libc) then kernel frames to the leaf, nothing else"""
+        below = f[f.index(("py", "sleeper_loop")) + 1:]
+        kinds = [k for k, _ in below if k != "mark"]
+        first_k = kinds.index("kernel") if "kernel" in kinds else len(kinds)
+        nat = [n for k, n in below if k == "native"]
+        return (first_k > 0 and kinds[:first_k] == ["native"] * first_k and
+                kinds[first_k:] == ["kernel"] * (len(kinds) - first_k) and
+                first_k < len(kinds) and any("libc" in n for n in nat))
+    good = sum(c for f, c in sleeper if shaped(f))
+    sleeping = sum(c for f, c in sleeper if shaped(f) and
+                   any("nanosleep" in n for k, n in f if k == "kernel"))
+    shown = sorted(sleeper, key=lambda s: -s[1])[:2]
+    check(good >= 0.8 * total, "sleeper_loop -> native (libc) -> kernel in %d of %d samples: %s %s"
+          % (good, total, shown, where))
+    check(sleeping >= 0.5 * total, "the kernel's nanosleep under libc in %d of %d samples: %s %s"
+          % (sleeping, total, shown, where))
+    check(0 < st["native_symbol_bytes"] <= st["native_symbol_limit"] and
+          st["native_symbol_peak"] >= st["native_symbol_bytes"] and st["native_dropped"] == 0,
+          "--stats native memory: %s %s" % ({k: v for k, v in st.items() if "native" in k}, where))
+
+
+@timeout(120)
+def test_native_top():
+    """top --native: the live table names the C function the target spends
+    its time in, with its share, and the Python function that called it."""
+    from test_top import Tmux
+    from common import binary, start_workload
+    w = start_workload(Interp("sid-3.15"), "native_more.py", _build_ext(), 40, "sleep")
+    row = re.compile(r"^\s*([\d.]+)%\s+([\d.]+)%\s+[\d.]+\s+[\d.]+\s+(.+?)\s*$")
+
+    def rows(s):
+        return {m[3]: (float(m[1]), float(m[2])) for m in map(row.match, s.split("\n")) if m}
+    spin = "spin [%s]" % EXT
+    t = Tmux("native-top", "%s top --native -p %d -F 499" % (binary(), w.pid))
+    try:
+        s = t.wait_screen(lambda s: rows(s).get(spin, (0, 0))[0] > 0, 40,
+                          "a table row for %s" % spin)
+        time.sleep(1.5)
+        s = t.screen()
+        r = rows(s)
+        caller = [v for k, v in r.items() if k.startswith("spin_loop (")]
+        check(r.get(spin, (0, 0))[0] >= 50, "%s %%Self below 50:\n%s" % (spin, s))
+        check(caller and caller[0][1] >= 50 and caller[0][0] < 10,
+              "spin_loop: %%Self/%%Total %s, expected ~0 and >= 50:\n%s" % (caller, s))
+        t.keys("q")
+        rc = t.wait_exit(20)
+        check(rc == 0, "top --native exited with %d%s" % (rc, t.stderr()))
+    finally:
+        t.close()
+        w.stop()

@@ -107,11 +107,75 @@ static void test_unmatched(void **state)
 	assert_int_equal(_PyEval_EvalFrameDefault(3) >= 0, 1);
 }
 
+/*
+ * The memory bound: past it the file used least recently loses its symbols
+ * and names (its frames print as [file+0xoff]), the merge still pairs eval
+ * frames, and plans made before keep their names.
+ */
+static void test_bound(void **state)
+{
+	struct tb_frame f[] = { py(0x1000, 1), py(0x2000, 0), py(0x3000, 1) };
+	uint64_t again[4];
+	struct native nt;
+	struct native_plan *p1, *p2;
+
+	(void)state;
+	assert_int_equal(native_init(&nt), 0);
+	assert_int_equal(nt.limit, NATIVE_MEM_MAX);
+	p1 = native_merge(&nt, (uint32_t)getpid(), ips, 4, f, 3);
+	assert_non_null(p1);
+	assert_true(nt.bytes > 0);
+	assert_int_equal(nt.dropped, 0);
+	/* Nothing more fits: a new name in libc (used last) drops the file
+	 * used least recently (one of this process's libraries that no
+	 * frame named), and only that one. */
+	nt.limit = nt.bytes;
+	memcpy(again, ips, sizeof(again));
+	again[0] += 1;
+	p2 = native_merge(&nt, (uint32_t)getpid(), again, 4, f, 3);
+	assert_non_null(p2);
+	assert_int_equal(nt.dropped, 1);
+	assert_true(nt.bytes <= nt.limit);
+	assert_true(nt.peak > nt.limit);
+	assert_int_equal(p2->matched, 1);
+	assert_int_equal(p2->n, 4);
+	assert_non_null(strstr(p2->it[3].name, "qsort"));
+	assert_non_null(strstr(p1->it[3].name, "qsort"));
+	free(p2);
+	free(p1);
+	native_free(&nt);
+}
+
+/* A bound nothing fits in: every file dropped as soon as read; eval
+ * frames still pair up. */
+static void test_bound_zero(void **state)
+{
+	struct tb_frame f[] = { py(0x1000, 1), py(0x2000, 0), py(0x3000, 1) };
+	struct native nt;
+	struct native_plan *p;
+
+	(void)state;
+	assert_int_equal(native_init(&nt), 0);
+	nt.limit = 0;
+	p = native_merge(&nt, (uint32_t)getpid(), ips, 4, f, 3);
+	assert_non_null(p);
+	assert_int_equal(p->matched, 1);
+	assert_int_equal(nt.bytes, 0);
+	assert_true(nt.dropped >= 2);	/* every file mapped: libc, this one... */
+	assert_null(strstr(p->it[3].name, "qsort"));
+	assert_non_null(strstr(p->it[3].name, "[libc"));
+	assert_non_null(strstr(p->it[3].name, "+0x"));
+	free(p);
+	native_free(&nt);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_merged),
 		cmocka_unit_test(test_unmatched),
+		cmocka_unit_test(test_bound),
+		cmocka_unit_test(test_bound_zero),
 	};
 
 	fill_ips();
