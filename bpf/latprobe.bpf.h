@@ -14,7 +14,7 @@
 #ifdef TB_LAT_PROBE
 
 #define LAT_BUCKETS	128
-#define LAT_STEP_NS	250	/* bucket width: 0 to 32 us, the last one open */
+#define LAT_STEP_NS	500	/* bucket width: 0 to 64 us, the last one open */
 #define LAT_PAGES	128	/* distinct pages remembered per sample */
 
 struct lat_probe {

@@ -30,7 +30,7 @@ sys.path.insert(0, HERE)
 import bench  # noqa: E402
 
 REPO = os.path.dirname(HERE)
-BUCKETS, STEP_NS = 128, 250     # as bpf/latprobe.bpf.h
+BUCKETS, STEP_NS = 128, 500     # as bpf/latprobe.bpf.h
 
 
 def build(work):
