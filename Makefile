@@ -17,7 +17,7 @@ LDLIBS	+= $(shell pkg-config --libs libbpf libelf zlib 2>/dev/null || echo -lbpf
 LDLIBS	+= $(shell pkg-config --libs ncursesw libcurl 2>/dev/null || echo -lncursesw -ltinfo -lcurl)
 LDLIBS	+= -lm -lstdc++
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
-	-I$(OUT) -Ibpf -idirafter /usr/include/$(shell uname -m)-linux-gnu
+	-I$(OUT) -Ibpf -idirafter /usr/include/$(shell uname -m)-linux-gnu $(BPF_EXTRA)
 
 USER_SRC := $(filter-out user/main.c,$(sort $(wildcard user/*.c user/output/*.c)))
 USER_OBJ := $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRC))
@@ -49,7 +49,7 @@ $(OUT)/vmlinux.h: | $(OUT)
 		cp vmlinux/vmlinux.h $@; \
 	fi
 
-$(OUT)/tachyon.bpf.o: bpf/tachyon.bpf.c bpf/tachyon.h bpf/pywalk.h bpf/asyncio.bpf.h $(OUT)/vmlinux.h
+$(OUT)/tachyon.bpf.o: bpf/tachyon.bpf.c bpf/tachyon.h bpf/pywalk.h bpf/asyncio.bpf.h bpf/latprobe.bpf.h $(OUT)/vmlinux.h
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 $(OUT)/tachyon.skel.h: $(OUT)/tachyon.bpf.o

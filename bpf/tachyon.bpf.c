@@ -28,6 +28,7 @@
 #include <bpf/bpf_core_read.h>
 #include "tachyon.h"
 #include "pywalk.h"
+#include "latprobe.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -297,6 +298,7 @@ __noinline int frame_bytes(struct scratch *s, struct window *w, __u64 frame)
 	size = end - start;
 	if (size > WIN)
 		size = WIN;
+	lat_read(start, size);
 	if (bpf_probe_read_user(s->win, size, (void *)start)) {
 		/* Not all of it readable: the frame alone, then. */
 		start = frame;
@@ -316,6 +318,7 @@ static __always_inline int read_into(struct scratch *s, __u32 size, __u64 addr)
 {
 	if (size > TB_READ_MAX)
 		size = TB_READ_MAX;
+	lat_read(addr, size);
 	return bpf_probe_read_user(s->buf, size, (void *)addr);
 }
 
@@ -1247,6 +1250,7 @@ static __always_inline struct tb_walk *sample_begin(struct walk_ctx *c, __u32 pi
 	if (!L || !begin(c, L))
 		return NULL;
 	count(c->cnt, TB_C_EVENTS);
+	lat_begin();
 	*t0 = 0;
 	if (!(c->cnt[TB_C_EVENTS] & (TIME_EVERY - 1)))
 		*t0 = bpf_ktime_get_ns();
@@ -1265,6 +1269,7 @@ static __noinline void sample_done(void *ctx, struct walk_ctx *c, __u64 pid_tid,
 	__u32 pid = pid_tid >> 32, tid = (__u32)pid_tid;
 	__u64 exc = 0;
 	__s32 kstack;
+	int ok = !ret;
 
 	if (ret) {
 		count(c->cnt, ret);
@@ -1299,6 +1304,7 @@ static __noinline void sample_done(void *ctx, struct walk_ctx *c, __u64 pid_tid,
 		count(c->cnt, TB_C_STACKS);
 	count(c->cnt, TB_C_SAMPLES);
 out:
+	lat_end(ok);
 	if (t0)
 		c->cnt[TB_C_BPF_NS] += (bpf_ktime_get_ns() - t0) * TIME_EVERY;
 }

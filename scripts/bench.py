@@ -27,6 +27,9 @@ to bench.json, so runs can be compared.
   - BPF cost per sample with and without --async-aware at depth 30 on
     Debian's real 3.14 and 3.15 (scripts/real-pythons.sh), the running task
     three tasks deep (TB_BENCH_ASYNC=0 skips);
+  - BPF cost per sample at depth 30 with the caches and TLB evicted between
+    samples, and with the code objects scattered over pages as well: the
+    cold-memory share of the real application's figure;
   - BPF cost per sample on a real application: a Django 3.2 site under
     gunicorn (scripts/bench-app/, Debian's python3-django and gunicorn), two
     forked sync workers profiled with -p MASTER -s while HTTP clients load
@@ -68,6 +71,7 @@ def spin(n):
         x += i * i
     return x
 LEVELS = {"spin": spin}
+SCATTER, PAD = 0, []
 def level(d):
     if d <= 1:
         return spin
@@ -76,11 +80,32 @@ def level(d):
         ns = {"callee": level(d - 1)}
         exec(compile(src, "<level%d>" % d, "exec"), ns)
         LEVELS[d] = ns["f%d" % d]
+        if SCATTER:     # objects of the code object's size after it, kept
+            co = LEVELS[d].__code__
+            PAD.append([bytes(sys.getsizeof(co) - 33) for _ in range(SCATTER)])
     return LEVELS[d]
 def down(d, n):
     return level(d)(n)
+def evict(n):
+    # Touch one byte per 4 KiB page plus one cache line of BUF (the next
+    # line each time, so every cache set is hit): between two samples the
+    # leaf pushes the profiler's and the chain's lines and TLB entries out.
+    b, x = BUF, 0
+    for i in range(0, len(b), 4160):
+        x += b[i]
+    return x
 mode, depth, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 sys.setrecursionlimit(10000)
+if mode == "scatter":                    # and each code object on pages of its own,
+    SCATTER, mode = 64, "evict"          # as an application's lie among its heap
+if mode == "evict":                      # the spin's leaf walks n MiB instead
+    import mmap
+    BUF = mmap.mmap(-1, n << 20)
+    if hasattr(mmap, "MADV_NOHUGEPAGE"):
+        BUF.madvise(mmap.MADV_NOHUGEPAGE)     # 4 KiB pages: one TLB entry each
+    for i in range(0, n << 20, 4096):
+        BUF[i] = 1
+    spin, mode = evict, "spin"
 if mode == "spin":
     print("READY", flush=True)
     while True:
@@ -573,6 +598,47 @@ def app_cost(py, env, hz, seconds, clients=2):
             "partial": stats["partial"], "target_ns": 2000.0 * frames / 30}
 
 
+def cold_table(out, rounds=3, mib=128):
+    """The depth-30 chain hot, with the caches and TLB evicted between
+    samples (its leaf walks `mib` MiB a page and a line at a time), and
+    evicted with each code object on a page of its own (as an
+    application's lie among its heap), interleaved: what cold memory costs
+    a walk on this machine, next to the real application's figure."""
+    print("\nBPF ns per sample at depth 30, -F 999, every CPU busy, caches cold:"
+          " kernel run-time stats (self-timed), median of %d rounds" % rounds)
+    print("%-14s %18s %18s %18s" % ("python", "hot", "evicted", "+ code scattered"))
+    out["cold"] = []
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(WORKLOAD)
+        script = f.name
+    try:
+        for vname, vpy in interpreters():
+            if vname != default_python()[0] and vname != "debian-3.11":
+                continue
+            cells = {m: [] for m in ("spin", "evict", "scatter")}
+            for _ in range(rounds):
+                for m, runs in cells.items():
+                    ws = [start(vpy, script, m, 30, mib if m != "spin" else 2000)
+                          for _ in range(NCPUS)]
+                    try:
+                        st, _ = profile(",".join(str(w.pid) for w in ws), 999, 2)
+                    finally:
+                        stop(ws)
+                    runs.append((st["bpf_ns_per_run"], st["bpf_ns_per_sample"]))
+            row = {"python": vname, "mib": mib}
+            for m, runs in cells.items():
+                row[m] = (statistics.median(r for r, _ in runs),
+                          statistics.median(x for _, x in runs))
+            out["cold"].append(row)
+            print("%-14s" % vname + "".join("%10.0f (%5.0f)" % row[m] for m in cells),
+                  flush=True)
+    finally:
+        os.unlink(script)
+    print("  evicted: the leaf walks %d MiB, 4 KiB + 64 bytes a step, between samples;"
+          " scattered: 64 objects\n  of each code object's size kept after it"
+          " (scripts/latprobe.py: medians and pages per sample)" % mib)
+
+
 def app_table(out):
     print("\nBPF ns per sample on a Django 3.2 site under gunicorn: 2 forked sync workers,"
           " -p MASTER -s,\n2 HTTP clients; self-timed (kernel run-time stats over the"
@@ -646,7 +712,11 @@ def main():
     if os.geteuid() != 0:
         raise SystemExit("tachyon-bpf: bench: needs root (run: sudo make bench)")
     if sys.argv[1:] == ["app"]:         # the real-application table alone
+        cold_table({})
         app_table({})
+        return
+    if sys.argv[1:] == ["cold"]:        # the chain with cold caches alone
+        cold_table({})
         return
     if sys.argv[1:] == ["async"]:       # the --async-aware table alone
         async_table({})
@@ -727,6 +797,7 @@ def main():
             async_table(out)
         native_table(out)
 
+        cold_table(out)
         app_table(out)
 
         if SOAK_S > 0:

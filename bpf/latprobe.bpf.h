@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * A measuring build of the BPF program (-DTB_LAT_PROBE; never the shipped
+ * one): every sample of a profiled process is timed into a histogram, and
+ * with -DTB_LAT_PAGES too, the distinct user pages its reads touch are
+ * counted. A mean of samples
+ * (the kernel's run-time statistics, --stats' self-timing) is moved by the
+ * few samples the host delays by milliseconds; a histogram's median is
+ * not. scripts/latprobe.py builds this variant and reads the map.
+ */
+#ifndef TB_LATPROBE_BPF_H
+#define TB_LATPROBE_BPF_H
+
+#ifdef TB_LAT_PROBE
+
+#define LAT_BUCKETS	128
+#define LAT_STEP_NS	500	/* bucket width: 0 to 64 us, the last one open */
+#define LAT_PAGES	128	/* distinct pages remembered per sample */
+
+struct lat_probe {
+	__u64 hist[LAT_BUCKETS];	/* full walks by run time */
+	__u64 walks;			/* samples counted in hist */
+	__u64 upages;			/* distinct user pages read, over those */
+	__u64 ureads;			/* user reads, over those */
+	__u64 t0;			/* this sample's start */
+	__u32 n;			/* pages in page[] for this sample */
+	__u32 pad;
+	__u64 page[LAT_PAGES];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lat_probe);
+} lat_probe SEC(".maps");
+
+static __always_inline struct lat_probe *lat_get(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&lat_probe, &zero);
+}
+
+static __always_inline void lat_begin(void)
+{
+	struct lat_probe *p = lat_get();
+
+	if (!p)
+		return;
+	p->n = 0;
+	p->t0 = bpf_ktime_get_ns();
+}
+
+/* Remember the page of addr if this sample has not touched it yet. */
+static __always_inline void lat_page1(struct lat_probe *p, __u64 pg)
+{
+	__u32 i, n = p->n;
+
+	for (i = 0; i < LAT_PAGES; i++) {
+		if (i >= n)
+			break;
+		if (p->page[i] == pg)
+			return;
+	}
+	p->n = n + 1;
+	if (n >= LAT_PAGES)
+		return;
+	asm volatile("" : "+r"(n));	/* keep the mask clang would drop */
+	p->page[n & (LAT_PAGES - 1)] = pg;
+}
+
+/*
+ * A user read of size bytes at addr. Counting pages costs a scan per read:
+ * a build of its own (-DTB_LAT_PAGES), whose times are not the walk's.
+ */
+static __always_inline void lat_read(__u64 addr, __u64 size)
+{
+#ifdef TB_LAT_PAGES
+	struct lat_probe *p = lat_get();
+
+	if (!p || !size)
+		return;
+	p->ureads++;
+	lat_page1(p, addr >> 12);
+	if ((addr + size - 1) >> 12 != addr >> 12)
+		lat_page1(p, (addr + size - 1) >> 12);
+#endif
+}
+
+/* A sample ends; ok: it was a full walk. */
+static __always_inline void lat_end(int ok)
+{
+	struct lat_probe *p = lat_get();
+	__u64 b;
+
+	if (!p || !ok)
+		return;
+	b = (bpf_ktime_get_ns() - p->t0) / LAT_STEP_NS;
+	if (b >= LAT_BUCKETS)
+		b = LAT_BUCKETS - 1;
+	asm volatile("" : "+r"(b));
+	p->hist[b & (LAT_BUCKETS - 1)]++;
+	p->walks++;
+	p->upages += p->n;
+}
+
+#else
+static __always_inline void lat_begin(void) {}
+static __always_inline void lat_read(__u64 addr, __u64 size) {}
+static __always_inline void lat_end(int ok) {}
+#endif
+
+#endif /* TB_LATPROBE_BPF_H */

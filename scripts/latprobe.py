@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Where a real application's sample goes: the cost of a sample as a
+distribution (median, quartiles) rather than a mean, and the distinct user
+pages it reads, for the bench's depth-N chain hot, the same chain with the
+caches and TLB evicted between samples (its leaf walks a large buffer a page
+and a line at a time), the evicted chain with every code object on a page of
+its own, and the Django site of `make bench`, interleaved round by round.
+
+Builds two measuring variants of the BPF program (bpf/latprobe.bpf.h) from
+this tree into a scratch directory: -DTB_LAT_PROBE (every sample timed into
+a histogram) and -DTB_LAT_PAGES (the pages counted too, which slows the
+walk: its times are not used).
+
+  sudo python3 scripts/latprobe.py [--python PY] [--rounds N] [--hz HZ]
+                                   [--depth D] [--mib M] [--only a,b]
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import bench  # noqa: E402
+
+REPO = os.path.dirname(HERE)
+BUCKETS, STEP_NS = 128, 500     # as bpf/latprobe.bpf.h
+
+
+def build(work):
+    """{'probe': binary, 'pages': binary}, built from this tree's sources."""
+    src = os.path.join(work, "src")
+    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(
+        ".git", "build*", "tachyon-bpf", "tests", "doc", "*.json"))
+    bins = {}
+    for name, extra in (("probe", "-DTB_LAT_PROBE"), ("pages", "-DTB_LAT_PROBE -DTB_LAT_PAGES")):
+        subprocess.run(["make", "-s", "-C", src, "-j2", "OUT=" + os.path.join(work, name),
+                        "BPF_EXTRA=" + extra, "tachyon-bpf"], check=True,
+                       stdout=subprocess.DEVNULL)
+        bins[name] = os.path.join(work, "tachyon-bpf-" + name)
+        os.rename(os.path.join(src, "tachyon-bpf"), bins[name])
+    return bins
+
+
+def read_probe():
+    """The lat_probe map summed over CPUs: (histogram, walks, user pages)."""
+    out = subprocess.run(["bpftool", "-j", "map", "dump", "name", "lat_probe"],
+                         capture_output=True, text=True, check=True).stdout
+    hist, walks, pages = [0] * BUCKETS, 0, 0
+    for entry in json.loads(out):
+        for v in entry["values"]:
+            raw = bytes(int(b, 16) for b in v["value"])
+            words = struct.unpack_from("<%dQ" % (BUCKETS + 2), raw)
+            for i in range(BUCKETS):
+                hist[i] += words[i]
+            walks += words[BUCKETS]
+            pages += words[BUCKETS + 1]
+    return hist, walks, pages
+
+
+def quantile(hist, q):
+    total, acc = sum(hist), 0
+    for i, n in enumerate(hist):
+        acc += n
+        if total and acc >= q * total:
+            return (i + 0.5) * STEP_NS
+    return float("nan")
+
+
+def measure(binary, pid, hz, seconds, extra=()):
+    """Profile pid with a variant for `seconds` after it attached; the
+    map read just before it stops."""
+    p = subprocess.Popen([binary, "-v", "-p", str(pid), "-F", str(hz), "-o", os.devnull]
+                         + list(extra), stderr=subprocess.PIPE, text=True)
+    try:
+        for line in p.stderr:
+            if "profiling" in line:
+                break
+        time.sleep(seconds)
+        got = read_probe()
+    finally:
+        p.terminate()
+        p.communicate()
+    return got
+
+
+def chain(py, script, mode, depth, mib, binary, hz, seconds):
+    ws = [bench.start(py, script, mode, depth, mib) for _ in range(bench.NCPUS)]
+    try:
+        return measure(binary, ",".join(str(w.pid) for w in ws), hz, seconds)
+    finally:
+        bench.stop(ws)
+
+
+def app(py, binary, hz, seconds):
+    master, url = bench.app_server(py, bench.app_env(py))
+    cl = [subprocess.Popen([sys.executable, "-c", bench.CLIENT, url]) for _ in range(2)]
+    try:
+        time.sleep(1.0)
+        return measure(binary, master.pid, hz, seconds, ("-s",))
+    finally:
+        bench.stop(cl + [master])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--python", default="/usr/bin/python3.11")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--hz", type=int, default=999)
+    ap.add_argument("--depth", type=int, default=30)
+    ap.add_argument("--mib", type=int, default=128)
+    ap.add_argument("--seconds", type=float, default=3)
+    ap.add_argument("--only", default="hot,evict,scatter,django")
+    ap.add_argument("--bin", help="a directory with tachyon-bpf-probe and -pages already built")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        raise SystemExit("tachyon-bpf: latprobe: needs root (run: sudo python3 %s)" % sys.argv[0])
+    work = tempfile.mkdtemp(prefix="tb-latprobe-")
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(bench.WORKLOAD)
+        script = f.name
+    try:
+        if a.bin:
+            bins = {k: os.path.join(a.bin, "tachyon-bpf-" + k) for k in ("probe", "pages")}
+        else:
+            bins = build(work)
+        kinds = {
+            "hot": lambda b: chain(a.python, script, "spin", a.depth, 2000, b, a.hz, a.seconds),
+            "evict": lambda b: chain(a.python, script, "evict", a.depth, a.mib, b, a.hz,
+                                     a.seconds),
+            "scatter": lambda b: chain(a.python, script, "scatter", a.depth, a.mib, b, a.hz,
+                                       a.seconds),
+            "django": lambda b: app(a.python, b, a.hz, a.seconds),
+        }
+        names = a.only.split(",")
+        res = {n: {"med": [], "q1": [], "q3": [], "pages": []} for n in names}
+        for r in range(a.rounds):
+            for n in names:
+                hist, walks, _ = kinds[n](bins["probe"])
+                _, pwalks, pages = kinds[n](bins["pages"])
+                x = res[n]
+                x["med"].append(quantile(hist, 0.5))
+                x["q1"].append(quantile(hist, 0.25))
+                x["q3"].append(quantile(hist, 0.75))
+                x["pages"].append(pages / max(pwalks, 1))
+                print("round %d %-8s walks %6d  median %6.0f ns (quartiles %6.0f-%6.0f)"
+                      "  user pages/sample %5.1f" % (r, n, walks, x["med"][-1], x["q1"][-1],
+                                                     x["q3"][-1], x["pages"][-1]), flush=True)
+        print("\n%s, -F %d, depth %d chain, %d MiB evicted; medians over %d rounds"
+              % (a.python, a.hz, a.depth, a.mib, a.rounds))
+        print("%-8s %12s %20s %16s" % ("", "median ns", "quartiles", "user pages"))
+        base = statistics.median(res[names[0]]["med"])
+        for n in names:
+            x = res[n]
+            m = statistics.median(x["med"])
+            print("%-8s %12.0f %9.0f-%-10.0f %16.1f   %.2fx" % (
+                n, m, statistics.median(x["q1"]), statistics.median(x["q3"]),
+                statistics.median(x["pages"]), m / base))
+    finally:
+        os.unlink(script)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
