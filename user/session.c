@@ -325,7 +325,7 @@ int session_start(struct session *s)
 		.event = s->opt->event, .freq = s->opt->period ? 0 : s->opt->freq,
 		.period = s->opt->period, .mode = s->opt->mode,
 		.rate_hz = s->opt->rate_hz, .tick_every = s->opt->tick_every,
-		.kernel_stacks = s->opt->kernel, .native_stacks = s->opt->native,
+		.kernel_stacks = s->opt->kernel, .native_stacks = s->opt->native, .native_fp = s->opt->native_fp,
 		.report_all_exec = s->opt->all_python,
 		/* Two more reads per sample: only when something uses them. */
 		.read_status = s->opt->mode == TB_MODE_GIL || s->opt->gc_frames ||
@@ -582,6 +582,7 @@ void session_run(struct session *s)
 			refresh_targets(s);
 		if (mono_now() - last_house >= HOUSE_S) {
 			refresh_targets(s);
+			sampler_native_rescan(&s->sampler);
 			ingest_read_counts(s->in);
 			last_house = mono_now();
 		}
