@@ -34,19 +34,31 @@ struct {
 	__type(value, struct tb_cfi_proc);
 } cfi_procs SEC(".maps");
 
-static __always_inline int uw_read(__u64 addr, __u64 *dst)
-{
-	return bpf_probe_read_user(dst, sizeof(*dst), (void *)addr);
-}
+/*
+ * Reads land in the per-CPU state (ctx), not on the stack: uw_frame()'s
+ * frame then stays at 32 bytes, the least a function takes of the 512.
+ */
+static __always_inline int uw_read(void *ctx, __u64 addr, __u64 *dst);
 
-#define TB_UW_READ(ctx, addr, dst) uw_read(addr, dst)
+#define TB_UW_READ(ctx, addr, dst) uw_read(ctx, addr, dst)
 #include "unwind.h"
 
 struct uw_state {
 	struct tb_uw_frame f;
 	__u32 pid;
-	__u32 pad;
+	__u32 key;		/* a row's index, for its lookup */
+	__u64 word;		/* the word read last */
 };
+
+static __always_inline int uw_read(void *ctx, __u64 addr, __u64 *dst)
+{
+	struct uw_state *st = ctx;
+
+	if (bpf_probe_read_user(&st->word, sizeof(st->word), (void *)addr))
+		return -1;
+	*dst = st->word;
+	return 0;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -93,23 +105,25 @@ static __always_inline const struct tb_cfi_map *uw_map(const struct tb_cfi_proc 
 }
 
 /* The row governing vaddr pc in the mapping's rows (the last at or below it). */
-static __always_inline const struct tb_cfi_row *uw_row(const struct tb_cfi_map *m, __u64 pc)
+static __always_inline const struct tb_cfi_row *uw_row(struct uw_state *st,
+							const struct tb_cfi_map *m, __u64 pc)
 {
-	__u32 base = m->first, len = m->nrows, half, key, i;
+	__u32 base = m->first, len = m->nrows, half, i;
 	const struct tb_cfi_row *r;
 
 	if (pc >> 32 || !len)	/* rows hold 32-bit vaddrs */
 		return NULL;
 	for (i = 0; i < UW_ROW_STEPS && len > 1; i++) {
 		half = len / 2;
-		key = base + half;
-		r = bpf_map_lookup_elem(&cfi_rows, &key);
+		st->key = base + half;
+		r = bpf_map_lookup_elem(&cfi_rows, &st->key);
 		if (!r)
 			return NULL;
 		base += half * uw_le(r->pc, pc);
 		len -= half;
 	}
-	r = bpf_map_lookup_elem(&cfi_rows, &base);
+	st->key = base;
+	r = bpf_map_lookup_elem(&cfi_rows, &st->key);
 	return r && r->pc <= pc ? r : NULL;
 }
 
@@ -129,11 +143,11 @@ __noinline int uw_frame(void)
 	m = p ? uw_map(p, st->f.rip) : NULL;
 	if (!m || !m->nrows) {
 		cnt[TB_UW_C_FP]++;
-		return tb_uw_fp_step(&st->f, NULL, TB_UW_NO_MODULE);
+		return tb_uw_fp_step(&st->f, st, TB_UW_NO_MODULE);
 	}
-	row = uw_row(m, tb_uw_lookup_pc(&st->f, m->bias));
+	row = uw_row(st, m, tb_uw_lookup_pc(&st->f, m->bias));
 	cnt[row && row->kind != TB_CFI_GAP ? TB_UW_C_ROWS : TB_UW_C_FP]++;
-	return tb_uw_step(row, &st->f, NULL);
+	return tb_uw_step(row, &st->f, st);
 }
 
 /*

@@ -8,7 +8,7 @@
  * `cfi_procs`, sorted by address, with their load bias. New mappings (an
  * extension module imported after the start, an exec) are found by a
  * periodic rescan: cfi_maps_rescan() compares each process's maps
- * fingerprint, every HOUSE_S of the event loop.
+ * fingerprint, at most every RESCAN_NS, from the event loop.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -47,8 +48,17 @@ struct cfi_maps {
 	size_t nprocs, capprocs;
 	struct cfi_maps_stats st;
 	int said_maps;		/* TB_CFI_MAPS exceeded, said once */
+	uint64_t last_rescan;	/* CLOCK_MONOTONIC ns */
 	struct tb_cfi_proc desc;
 };
+
+/*
+ * How often the processes' maps are compared: an extension module imported
+ * after the start is unwound by frame pointers until then (its stacks
+ * marked unmatched where it has none). Reading /proc/PID/maps costs tens of
+ * microseconds.
+ */
+#define RESCAN_NS	(100 * 1000000ULL)
 
 /* Rows written per batch update. */
 #define BATCH 4096
@@ -258,9 +268,15 @@ void cfi_maps_del(struct cfi_maps *cm, pid_t pid)
 
 void cfi_maps_rescan(struct cfi_maps *cm)
 {
+	struct timespec ts;
+	uint64_t fp, now;
 	size_t i;
-	uint64_t fp;
 
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	if (now - cm->last_rescan < RESCAN_NS)
+		return;
+	cm->last_rescan = now;
 	for (i = 0; i < cm->nprocs; i++) {
 		fp = proc_maps_fingerprint(cm->procs[i].pid);
 		if (fp != cm->procs[i].fingerprint && fp != 1)

@@ -568,6 +568,7 @@ void session_run(struct session *s)
 		for (k = 0; k < n; k++)
 			handle(s, &ev[k]);
 		sampler_consume(&s->sampler);
+		sampler_native_rescan(&s->sampler);
 		note_stacks(s);
 		ingest_flush(s->in, 0);
 		ingest_name_threads(s->in, 0);
@@ -582,7 +583,6 @@ void session_run(struct session *s)
 			refresh_targets(s);
 		if (mono_now() - last_house >= HOUSE_S) {
 			refresh_targets(s);
-			sampler_native_rescan(&s->sampler);
 			ingest_read_counts(s->in);
 			last_house = mono_now();
 		}
@@ -605,6 +605,7 @@ void session_run(struct session *s)
 	ingest_credit_offcpu(s->in, end_ns);
 	ingest_flush(s->in, 1);
 	sampler_counters(&s->sampler, s->st.bpf);
+	s->st.cfi_on = !sampler_native_stats(&s->sampler, &s->st.cfi);
 	sampler_prog_stats(&s->sampler, &s->st.run_ns, &s->st.run_cnt);
 	/* -- CMD outlived the run (-d, a signal); --keep-running leaves it be. */
 	if (s->child && !s->opt->keep_running)

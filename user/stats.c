@@ -174,6 +174,15 @@ void stats_print(const struct session_view *s, uint64_t written)
 		tb_info("--native: %" PRIu64 " stacks merged, %" PRIu64 " unmatched (marked); %"
 			PRIu64 " user stacks not captured", st->in.native_merged,
 			st->in.native_unmatched, c[TB_C_USTACK_ERR]);
+	if (st->cfi_on)
+		tb_info("--native unwind tables: %" PRIu64 " files, %" PRIu64 " of %" PRIu64
+			" rows (%.1f MiB), %" PRIu64 " did not fit; %" PRIu64 " processes, %" PRIu64
+			" rescans; BPF: %" PRIu64 " stacks, %" PRIu64 " frames by rows, %" PRIu64
+			" by frame pointer, %" PRIu64 " walks to the outermost frame",
+			st->cfi.tables, st->cfi.rows, st->cfi.max_rows,
+			st->cfi.rows * sizeof(struct tb_cfi_row) / 1048576.0, st->cfi.unfit,
+			st->cfi.procs, st->cfi.rescans, st->cfi.uw[TB_UW_C_STACKS],
+			st->cfi.uw[TB_UW_C_ROWS], st->cfi.uw[TB_UW_C_FP], st->cfi.uw[TB_UW_C_ENDS]);
 	self_rss(&rss, &peak);
 	tb_info("memory: RSS %.1f MiB (peak %.1f MiB); %zu code objects cached, %" PRIu64
 		" evicted unused; %" PRIu64 " compactions",
@@ -193,8 +202,27 @@ FILE *stats_open(const char *path)
 	return f;
 }
 
+/* --native's unwind tables, as more keys of the --stats object ("" if off). */
+static const char *native_json(const struct session_stats *st, char *buf, size_t len)
+{
+	const struct cfi_maps_stats *t = &st->cfi;
+
+	if (!st->cfi_on)
+		return "";
+	snprintf(buf, len, ",\n \"unwind_tables\": {\"files\": %" PRIu64 ", \"rows\": %" PRIu64
+		 ", \"max_rows\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"unfit\": %" PRIu64
+		 ", \"processes\": %" PRIu64 ", \"rescans\": %" PRIu64 ", \"bpf_stacks\": %" PRIu64
+		 ", \"bpf_row_frames\": %" PRIu64 ", \"bpf_fp_frames\": %" PRIu64
+		 ", \"bpf_ends\": %" PRIu64 "}",
+		 t->tables, t->rows, t->max_rows, t->rows * (uint64_t)sizeof(struct tb_cfi_row),
+		 t->unfit, t->procs, t->rescans, t->uw[TB_UW_C_STACKS], t->uw[TB_UW_C_ROWS],
+		 t->uw[TB_UW_C_FP], t->uw[TB_UW_C_ENDS]);
+	return buf;
+}
+
 void stats_write_json(FILE *f, const struct session_view *s, uint64_t written)
 {
+	char njson[512];
 	const struct session_stats *st = &s->st;
 	const uint64_t *c = st->bpf;
 	double secs = st->seconds > 0 ? st->seconds : 1;
@@ -225,7 +253,7 @@ void stats_write_json(FILE *f, const struct session_view *s, uint64_t written)
 		", \"code_evicted\": %" PRIu64 ", \"code_hit_rate\": %.4f, \"compactions\": %" PRIu64 ",\n"
 		" \"event\": \"%s\", \"mode\": \"%s\", \"frequency\": %" PRIu64 ",\n"
 		" \"sample_rate_hz\": %.6g, \"tick_every\": %u, \"kernel_hz\": %d,"
-		" \"scope\": \"%s\", \"task_events\": %d, \"walker\": \"%s\"}\n",
+		" \"scope\": \"%s\", \"task_events\": %d, \"walker\": \"%s\"%s}\n",
 		sum.collected, sum.written, sum.lost,
 		c[TB_C_NO_TSTATE], c[TB_C_NO_FRAMES], c[TB_C_READ_TSTATE], c[TB_C_FILTERED],
 		st->in.missing_stack, st->in.unknown_pid,
@@ -240,7 +268,7 @@ void stats_write_json(FILE *f, const struct session_view *s, uint64_t written)
 		rss, peak, s->sym.cached, s->sym.evicted, code_hit_rate(&s->sym), st->in.compactions,
 		s->opt->event->name, cli_mode_name(s->opt->mode), s->opt->freq,
 		s->opt->rate_hz, s->opt->tick_every, s->opt->kernel_hz, stats_scope(s),
-		s->task_events, s->walker);
+		s->task_events, s->walker, native_json(st, njson, sizeof(njson)));
 	if (fflush(f))
 		tb_warn("--stats %s: %s", s->opt->stats_path, strerror(errno));
 }
