@@ -39,24 +39,37 @@ struct {
  * frame then stays at 32 bytes, the least a function takes of the 512.
  */
 static __always_inline int uw_read(void *ctx, __u64 addr, __u64 *dst);
+static __always_inline int uw_read2(void *ctx, __u64 addr, __u64 *lo, __u64 *hi);
 
 #define TB_UW_READ(ctx, addr, dst) uw_read(ctx, addr, dst)
+#define TB_UW_READ2(ctx, addr, lo, hi) uw_read2(ctx, addr, lo, hi)
 #include "unwind.h"
 
 struct uw_state {
 	struct tb_uw_frame f;
 	__u32 pid;
 	__u32 key;		/* a row's index, for its lookup */
-	__u64 word;		/* the word read last */
+	__u64 words[2];		/* the words read last */
 };
 
 static __always_inline int uw_read(void *ctx, __u64 addr, __u64 *dst)
 {
 	struct uw_state *st = ctx;
 
-	if (bpf_probe_read_user(&st->word, sizeof(st->word), (void *)addr))
+	if (bpf_probe_read_user(st->words, 8, (void *)addr))
 		return -1;
-	*dst = st->word;
+	*dst = st->words[0];
+	return 0;
+}
+
+static __always_inline int uw_read2(void *ctx, __u64 addr, __u64 *lo, __u64 *hi)
+{
+	struct uw_state *st = ctx;
+
+	if (bpf_probe_read_user(st->words, 16, (void *)addr))
+		return -1;
+	*lo = st->words[0];
+	*hi = st->words[1];
 	return 0;
 }
 

@@ -11,7 +11,10 @@
  * address at [rbp + 8]).
  *
  * The includer defines TB_UW_READ(ctx, addr, u64 *dst): 0 when the 8 bytes
- * of the target at addr were read, else nonzero.
+ * of the target at addr were read, else nonzero; and TB_UW_READ2(ctx, addr,
+ * u64 *lo, u64 *hi), the same for the 16 bytes there in one read (a read
+ * of the target's memory is most of a step's cost: one for a frame whose
+ * rbp sits right below its return address, as a frame pointer's does).
  */
 #ifndef TB_UNWIND_H
 #define TB_UNWIND_H
@@ -96,11 +99,14 @@ static __always_inline int tb_uw_cfa_step(const struct tb_cfi_row *row, struct t
 
 	if (stop != TB_UW_GO)
 		return stop;
-	if (TB_UW_READ(ctx, cfa - 8, &ra))
+	if (row->rbp_rule == TB_RBP_AT_CFA && row->rbp_off8 == -2) {
+		if (TB_UW_READ2(ctx, cfa - 16, &rbp, &ra))
+			return TB_UW_READ;
+	} else if (TB_UW_READ(ctx, cfa - 8, &ra) ||
+		   (row->rbp_rule == TB_RBP_AT_CFA &&
+		    TB_UW_READ(ctx, cfa + 8 * (__s64)row->rbp_off8, &rbp))) {
 		return TB_UW_READ;
-	if (row->rbp_rule == TB_RBP_AT_CFA &&
-	    TB_UW_READ(ctx, cfa + 8 * (__s64)row->rbp_off8, &rbp))
-		return TB_UW_READ;
+	}
 	/* The stack grows down: a caller's frame lies above its callee's. */
 	if (cfa <= f->rsp || !ra)
 		return TB_UW_BAD;
@@ -127,7 +133,7 @@ static __always_inline int tb_uw_fp_step(struct tb_uw_frame *f, void *ctx, int w
 
 	if (!f->rbp_known || fp < f->rsp || (fp & 7))
 		return why;
-	if (TB_UW_READ(ctx, fp, &up) || TB_UW_READ(ctx, fp + 8, &ra))
+	if (TB_UW_READ2(ctx, fp, &up, &ra))
 		return TB_UW_READ;
 	if (!ra)
 		return TB_UW_END;

@@ -11,7 +11,9 @@
 
 /* The step rule itself is bpf/unwind.h's, the one the BPF program runs. */
 static int read_u64(void *rd_ctx, uint64_t addr, __u64 *v);
+static int read_pair(void *rd_ctx, uint64_t addr, __u64 *lo, __u64 *hi);
 #define TB_UW_READ(ctx, addr, dst) read_u64(ctx, addr, dst)
+#define TB_UW_READ2(ctx, addr, lo, hi) read_pair(ctx, addr, lo, hi)
 #include "unwind.h"
 
 _Static_assert((int)CFI_STOP_END == (int)TB_UW_END && (int)CFI_STOP_MAX == (int)TB_UW_MAX &&
@@ -29,6 +31,18 @@ static int read_u64(void *rd_ctx, uint64_t addr, __u64 *v)
 	const struct reader *r = rd_ctx;
 
 	return r->rd(r->ctx, addr, v, sizeof(*v));
+}
+
+static int read_pair(void *rd_ctx, uint64_t addr, __u64 *lo, __u64 *hi)
+{
+	const struct reader *r = rd_ctx;
+	__u64 w[2];
+
+	if (r->rd(r->ctx, addr, w, sizeof(w)))
+		return -1;
+	*lo = w[0];
+	*hi = w[1];
+	return 0;
 }
 
 static const struct cfi_module *module_of(const struct cfi_module *mods, int n, uint64_t pc)
