@@ -49,6 +49,9 @@ struct uw_state {
 	struct tb_uw_frame f;
 	__u32 pid;
 	__u32 key;		/* a row's index, for its lookup */
+	__u32 slot;		/* the frame's entry in uw_memo, */
+	__u32 gen;		/* ... its uw_gen */
+	__u64 mkey;		/* ... and key */
 	__u64 words[2];		/* the words read last */
 };
 
@@ -140,27 +143,95 @@ static __always_inline const struct tb_cfi_row *uw_row(struct uw_state *st,
 	return r && r->pc <= pc ? r : NULL;
 }
 
-/* One frame of uw_state's walk: TB_UW_GO, or why it stops. */
+/*
+ * The rows found lately, per CPU, by (pc, pid): the same return addresses
+ * come back sample after sample, and a hit skips both binary searches (most
+ * of a step's instructions). uw_gen, bumped by userspace whenever it changes
+ * a process's mappings, retires every entry at once.
+ */
+volatile __u64 uw_gen;
+
+#define UW_MEMO 512
+
+struct uw_memo {
+	__u64 key;		/* rip, bit 63: looked up at rip itself (exact) */
+	__u32 pid;
+	__u32 gen;
+	struct tb_cfi_row row;	/* kind TB_CFI_GAP: none (a frame-pointer step) */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct uw_memo[UW_MEMO]);
+} uw_memo SEC(".maps");
+
+/*
+ * The memo entry of uw_state's frame, in st->slot: 0 if it holds the
+ * frame's row, 1 if uw_fill() must search for it. These are global, like
+ * uw_frame(), and uw_stack() calls each in turn: their frames do not add
+ * up under the 512-byte limit of a call chain.
+ */
+__noinline int uw_lookup(void)
+{
+	__u32 zero = 0;
+	struct uw_state *st = bpf_map_lookup_elem(&uw_state, &zero);
+	struct uw_memo *memo = bpf_map_lookup_elem(&uw_memo, &zero), *e;
+	__u64 key;
+
+	if (!st || !memo)
+		return -1;
+	key = st->f.rip | ((__u64)!!st->f.exact << 63);
+	st->mkey = key;
+	st->gen = (__u32)uw_gen;
+	st->slot = (key ^ (key >> 9) ^ (key >> 18)) & (UW_MEMO - 1);
+	e = &memo[st->slot & (UW_MEMO - 1)];
+	return e->key != key || e->pid != st->pid || e->gen != st->gen;
+}
+
+/* The searches for uw_state's frame, their row kept in its memo entry. */
+__noinline int uw_fill(void)
+{
+	__u32 zero = 0;
+	struct uw_state *st = bpf_map_lookup_elem(&uw_state, &zero);
+	struct uw_memo *memo = bpf_map_lookup_elem(&uw_memo, &zero), *e;
+	const struct tb_cfi_row *row = NULL;
+	const struct tb_cfi_map *m = NULL;
+	const struct tb_cfi_proc *p;
+
+	if (!st || !memo)
+		return -1;
+	e = &memo[st->slot & (UW_MEMO - 1)];
+	p = bpf_map_lookup_elem(&cfi_procs, &st->pid);
+	if (p)
+		m = uw_map(p, st->f.rip);
+	if (m && m->nrows)
+		row = uw_row(st, m, tb_uw_lookup_pc(&st->f, m->bias));
+	if (row)
+		e->row = *row;
+	else
+		e->row.kind = TB_CFI_GAP;
+	e->key = st->mkey;
+	e->pid = st->pid;
+	e->gen = st->gen;
+	return 0;
+}
+
+/* One frame of uw_state's walk by its memo entry: TB_UW_GO, or why it stops. */
 __noinline int uw_frame(void)
 {
 	__u32 zero = 0;
 	struct uw_state *st = bpf_map_lookup_elem(&uw_state, &zero);
 	__u64 *cnt = bpf_map_lookup_elem(&uw_stats, &zero);
-	const struct tb_cfi_row *row;
-	const struct tb_cfi_map *m;
-	struct tb_cfi_proc *p;
+	struct uw_memo *memo = bpf_map_lookup_elem(&uw_memo, &zero), *e;
 
-	if (!st || !cnt)
+	if (!st || !cnt || !memo)
 		return TB_UW_BAD;
-	p = bpf_map_lookup_elem(&cfi_procs, &st->pid);
-	m = p ? uw_map(p, st->f.rip) : NULL;
-	if (!m || !m->nrows) {
-		cnt[TB_UW_C_FP]++;
-		return tb_uw_fp_step(&st->f, st, TB_UW_NO_MODULE);
-	}
-	row = uw_row(st, m, tb_uw_lookup_pc(&st->f, m->bias));
-	cnt[row && row->kind != TB_CFI_GAP ? TB_UW_C_ROWS : TB_UW_C_FP]++;
-	return tb_uw_step(row, &st->f, st);
+	e = &memo[st->slot & (UW_MEMO - 1)];
+	cnt[e->row.kind != TB_CFI_GAP ? TB_UW_C_ROWS : TB_UW_C_FP]++;
+	return tb_uw_step(&e->row, &st->f, st);
 }
 
 /*
@@ -197,7 +268,10 @@ __noinline int uw_stack(__u32 depth)
 	ips = (__u64 *)s->stack.frames;
 	for (i = 0; i < TB_USTACK_DEPTH; i++) {
 		ips[(2 * depth + i) & (2 * TB_MAX_DEPTH - 1)] = st->f.rip;
-		ret = uw_frame();
+		ret = uw_lookup();
+		if (ret > 0)
+			ret = uw_fill();
+		ret = ret ? TB_UW_BAD : uw_frame();
 		if (ret == TB_UW_END)
 			cnt[TB_UW_C_ENDS]++;
 		if (ret != TB_UW_GO || !st->f.rip)

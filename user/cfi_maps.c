@@ -41,6 +41,7 @@ struct described {
 
 struct cfi_maps {
 	int rows_fd, procs_fd, stats_fd;
+	volatile uint64_t *gen;	/* the BPF side's uw_gen: its memo of rows */
 	uint32_t max_rows, used;
 	struct loaded *tabs;
 	size_t ntabs, captabs;
@@ -63,7 +64,8 @@ struct cfi_maps {
 /* Rows written per batch update. */
 #define BATCH 4096
 
-struct cfi_maps *cfi_maps_new(int rows_fd, int procs_fd, int stats_fd, uint32_t max_rows)
+struct cfi_maps *cfi_maps_new(int rows_fd, int procs_fd, int stats_fd, uint32_t max_rows,
+			      volatile uint64_t *gen)
 {
 	struct cfi_maps *cm = calloc(1, sizeof(*cm));
 
@@ -73,6 +75,7 @@ struct cfi_maps *cfi_maps_new(int rows_fd, int procs_fd, int stats_fd, uint32_t 
 	cm->procs_fd = procs_fd;
 	cm->stats_fd = stats_fd;
 	cm->max_rows = max_rows;
+	cm->gen = gen;
 	return cm;
 }
 
@@ -209,6 +212,12 @@ static void describe(struct cfi_maps *cm, pid_t pid, const struct proc_map *m)
 	};
 }
 
+/* A process's mappings changed: the BPF side's memo of rows starts over. */
+static void forget_rows(struct cfi_maps *cm)
+{
+	__atomic_add_fetch(cm->gen, 1, __ATOMIC_SEQ_CST);
+}
+
 static struct described *described_of(struct cfi_maps *cm, pid_t pid)
 {
 	size_t i;
@@ -228,6 +237,7 @@ int cfi_maps_add(struct cfi_maps *cm, pid_t pid)
 	__u32 key = (__u32)pid;
 	size_t len = 0;
 	FILE *f;
+	int ret;
 
 	if (!d) {
 		if (grow((void **)&cm->procs, &cm->capprocs, cm->nprocs, sizeof(*cm->procs)))
@@ -251,9 +261,12 @@ int cfi_maps_add(struct cfi_maps *cm, pid_t pid)
 	fclose(f);
 	if (!cm->desc.n) {
 		bpf_map_delete_elem(cm->procs_fd, &key);	/* frame pointers only */
+		forget_rows(cm);
 		return 0;
 	}
-	return bpf_map_update_elem(cm->procs_fd, &key, &cm->desc, BPF_ANY) ? -errno : 0;
+	ret = bpf_map_update_elem(cm->procs_fd, &key, &cm->desc, BPF_ANY) ? -errno : 0;
+	forget_rows(cm);
+	return ret;
 }
 
 void cfi_maps_del(struct cfi_maps *cm, pid_t pid)
@@ -262,6 +275,7 @@ void cfi_maps_del(struct cfi_maps *cm, pid_t pid)
 	__u32 key = (__u32)pid;
 
 	bpf_map_delete_elem(cm->procs_fd, &key);
+	forget_rows(cm);
 	if (d)
 		*d = cm->procs[--cm->nprocs];
 }

@@ -23,8 +23,10 @@ struct cfi_maps_stats {
 
 struct cfi_maps;
 
-/* Over the maps' fds; max_rows: cfi_rows' entries. NULL with errno. */
-struct cfi_maps *cfi_maps_new(int rows_fd, int procs_fd, int stats_fd, uint32_t max_rows);
+/* Over the maps' fds; max_rows: cfi_rows' entries; gen: the BPF side's
+ * uw_gen, bumped at each change of a process's mappings. NULL with errno. */
+struct cfi_maps *cfi_maps_new(int rows_fd, int procs_fd, int stats_fd, uint32_t max_rows,
+			      volatile uint64_t *gen);
 void cfi_maps_free(struct cfi_maps *cm);
 
 /* Describe pid's executable mappings, loading the tables not loaded yet. */

@@ -288,7 +288,8 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 	if (s->skel->rodata->native_cfi &&
 	    !(s->cfi = cfi_maps_new(bpf_map__fd(s->skel->maps.cfi_rows),
 				    bpf_map__fd(s->skel->maps.cfi_procs),
-				    bpf_map__fd(s->skel->maps.uw_stats), TB_CFI_ROWS))) {
+				    bpf_map__fd(s->skel->maps.uw_stats), TB_CFI_ROWS,
+				    (volatile uint64_t *)&s->skel->bss->uw_gen))) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
