@@ -17,7 +17,7 @@ import re
 import subprocess
 import sysconfig
 
-from common import Interp, art_path, check, run_profiler, timeout, WORKLOADS
+from common import Interp, MARKERS, art_path, check, run_profiler, timeout, WORKLOADS
 
 EXT = "tbnative.abi3.so"
 UNMATCHED = "[native unmatched]"
@@ -71,7 +71,7 @@ def _frames(stack, where):
     frames = []
     for raw in stack.split(";"):
         m = PY_RE.match(raw)
-        if raw == UNMATCHED:
+        if raw == UNMATCHED or raw in MARKERS:
             frames.append(("mark", raw))
         elif m:
             frames.append(("py", m["name"]))
