@@ -168,29 +168,6 @@ struct {
 	__type(value, struct uw_memo[UW_MEMO]);
 } uw_memo SEC(".maps");
 
-/*
- * The memo entry of uw_state's frame, in st->slot: 0 if it holds the
- * frame's row, 1 if uw_fill() must search for it. These are global, like
- * uw_frame(), and uw_stack() calls each in turn: their frames do not add
- * up under the 512-byte limit of a call chain.
- */
-__noinline int uw_lookup(void)
-{
-	__u32 zero = 0;
-	struct uw_state *st = bpf_map_lookup_elem(&uw_state, &zero);
-	struct uw_memo *memo = bpf_map_lookup_elem(&uw_memo, &zero), *e;
-	__u64 key;
-
-	if (!st || !memo)
-		return -1;
-	key = st->f.rip | ((__u64)!!st->f.exact << 63);
-	st->mkey = key;
-	st->gen = (__u32)uw_gen;
-	st->slot = (key ^ (key >> 9) ^ (key >> 18)) & (UW_MEMO - 1);
-	e = &memo[st->slot & (UW_MEMO - 1)];
-	return e->key != key || e->pid != st->pid || e->gen != st->gen;
-}
-
 /* The searches for uw_state's frame, their row kept in its memo entry. */
 __noinline int uw_fill(void)
 {
@@ -219,17 +196,33 @@ __noinline int uw_fill(void)
 	return 0;
 }
 
-/* One frame of uw_state's walk by its memo entry: TB_UW_GO, or why it stops. */
+/* uw_frame(): the frame's row is not in the memo; uw_fill() first. */
+#define UW_MISS 100
+
+/*
+ * One frame of uw_state's walk by its memo entry: TB_UW_GO, why it stops,
+ * or UW_MISS (st->slot, mkey and gen then say which entry uw_fill() fills).
+ * uw_frame() and uw_fill() are global and uw_stack() calls each in turn:
+ * their frames do not add up under the 512-byte limit of a call chain.
+ */
 __noinline int uw_frame(void)
 {
 	__u32 zero = 0;
 	struct uw_state *st = bpf_map_lookup_elem(&uw_state, &zero);
 	__u64 *cnt = bpf_map_lookup_elem(&uw_stats, &zero);
 	struct uw_memo *memo = bpf_map_lookup_elem(&uw_memo, &zero), *e;
+	__u64 key;
 
 	if (!st || !cnt || !memo)
 		return TB_UW_BAD;
+	key = st->f.rip | ((__u64)!!st->f.exact << 63);
+	st->slot = (key ^ (key >> 9) ^ (key >> 18)) & (UW_MEMO - 1);
 	e = &memo[st->slot & (UW_MEMO - 1)];
+	if (e->key != key || e->pid != st->pid || e->gen != (__u32)uw_gen) {
+		st->mkey = key;
+		st->gen = (__u32)uw_gen;
+		return UW_MISS;
+	}
 	cnt[e->row.kind != TB_CFI_GAP ? TB_UW_C_ROWS : TB_UW_C_FP]++;
 	return tb_uw_step(&e->row, &st->f, st);
 }
@@ -268,10 +261,9 @@ __noinline int uw_stack(__u32 depth)
 	ips = (__u64 *)s->stack.frames;
 	for (i = 0; i < TB_USTACK_DEPTH; i++) {
 		ips[(2 * depth + i) & (2 * TB_MAX_DEPTH - 1)] = st->f.rip;
-		ret = uw_lookup();
-		if (ret > 0)
-			ret = uw_fill();
-		ret = ret ? TB_UW_BAD : uw_frame();
+		ret = uw_frame();
+		if (ret == UW_MISS)
+			ret = uw_fill() ? TB_UW_BAD : uw_frame();
 		if (ret == TB_UW_END)
 			cnt[TB_UW_C_ENDS]++;
 		if (ret != TB_UW_GO || !st->f.rip)
