@@ -8,10 +8,10 @@
  * frame pointers unwinds as bpf_get_stack() would. A process without
  * tables, or --native=fp, gets bpf_get_stack()'s frame-pointer walk.
  *
- * Both functions are global with scalar arguments only: the verifier checks
- * each once (not once per frame of the walk, nor per caller), and Linux
- * 5.10's tail-call walker, which takes no pointer in a global function's
- * arguments, can call them. Their state lives in the per-CPU `uw_state`:
+ * uw_stack(), uw_frame() and uw_fill() are global with scalar arguments
+ * only: the verifier checks each once (not once per frame of the walk, nor
+ * per caller), and Linux 5.10's tail-call walker, which takes no pointer in
+ * a global function's arguments, can call them. Their state lives in the per-CPU `uw_state`:
  * their frames stay small under the 512-byte limit of a call chain.
  * bpf_task_pt_regs (5.15) is only named where native_cfi, a constant set
  * by userspace where the kernel has it, lets the verifier reach it.
