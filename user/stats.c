@@ -79,7 +79,7 @@ void stats_line(const struct session_view *s, uint64_t written, const char *wrot
 	const struct session_stats *st = &s->st;
 	const struct writer *w = s->opt->writer;
 	struct stats_summary sum;
-	char rate[64], losses[96] = "", where[PATH_MAX + 96] = "";
+	char rate[64], losses[160] = "", where[PATH_MAX + 96] = "";
 
 	stats_summarize(s, written, &sum);
 	if (sum.lost)
@@ -87,6 +87,10 @@ void stats_line(const struct session_view *s, uint64_t written, const char *wrot
 	if (sum.dropped)
 		snprintf(losses + strlen(losses), sizeof(losses) - strlen(losses),
 			 ", dropped %" PRIu64 "%s", sum.dropped, tb_verbose ? "" : " (-v says why)");
+	if (st->cfi_on && st->cfi.unfit)	/* said once per file at the time, and here */
+		snprintf(losses + strlen(losses), sizeof(losses) - strlen(losses),
+			 ", %" PRIu64 " unwind tables over the %" PRIu64 "-row bound",
+			 st->cfi.unfit, st->cfi.max_rows);
 	if (wrote && w->hint)
 		snprintf(where, sizeof(where), "; wrote %s (%s)", wrote, w->hint);
 	else if (wrote)
