@@ -1155,8 +1155,11 @@ static __always_inline int count_sample(__u32 pid, __u32 tid, __u64 stack_id, __
 	return 0;
 }
 
+#include "unwind.bpf.h"
+
 /*
- * --native: the thread's user stack by the kernel's frame-pointer unwinder,
+ * --native: the thread's user stack by the unwind tables (unwind.bpf.h) or
+ * the kernel's frame-pointer unwinder,
  * written after the Python frames of the stack record (which carries their
  * number in `ustack`). The callers' return addresses and their number are
  * mixed into the stack id; the leaf, the sampled pc itself, is not: it
@@ -1178,7 +1181,7 @@ static __always_inline void native_stack(void *ctx, struct walk_ctx *c)
 	if (!native_stacks || depth > TB_MAX_DEPTH - TB_USTACK_DEPTH / 2 - 1)
 		return;
 	ips = (__u64 *)&c->s->stack.frames[depth];
-	n = bpf_get_stack(ctx, ips, TB_USTACK_DEPTH * sizeof(__u64), BPF_F_USER_STACK);
+	n = user_stack(ctx, ips, depth);
 	if (n < 0) {
 		count(c->cnt, TB_C_USTACK_ERR);
 		return;

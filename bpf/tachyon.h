@@ -566,4 +566,41 @@ TB_ABI_OFF(struct tb_cfi_row, cfa_off, 4);
 TB_ABI_OFF(struct tb_cfi_row, kind, 8);
 TB_ABI_OFF(struct tb_cfi_row, arg, 11);
 
+/*
+ * --native with unwind tables: the rows of every loaded file, one after the
+ * other in the `cfi_rows` array map (TB_CFI_ROWS of them at most), and per
+ * process its executable mappings in `cfi_procs` (key: pid), sorted by
+ * start: where pc - bias is an ELF vaddr of the file whose rows are
+ * [first, first + nrows). nrows 0: no table (frame-pointer steps there).
+ */
+#define TB_CFI_ROWS		(1u << 20)	/* 12 MiB of rows */
+#define TB_CFI_MAPS		128		/* mappings with tables per process */
+#define TB_CFI_PROCS		1024		/* processes with tables */
+
+struct tb_cfi_map {
+	__u64 start;
+	__u64 end;
+	__u64 bias;		/* runtime address - ELF vaddr */
+	__u32 first;
+	__u32 nrows;
+};
+
+struct tb_cfi_proc {
+	__u32 n;
+	__u32 pad;
+	struct tb_cfi_map maps[TB_CFI_MAPS];
+};
+
+/* Per-CPU counters of the table walk (`uw_stats`), for --stats. */
+enum tb_uw_counter {
+	TB_UW_C_STACKS,		/* stacks walked with the tables */
+	TB_UW_C_ROWS,		/* frames stepped by a row */
+	TB_UW_C_FP,		/* frames stepped by the frame pointer (no row) */
+	TB_UW_C_ENDS,		/* walks that reached the outermost frame */
+	TB_UW_NR,
+};
+
+TB_ABI_SIZE(struct tb_cfi_map, 32);
+TB_ABI_SIZE(struct tb_cfi_proc, 8 + TB_CFI_MAPS * 32);
+
 #endif /* TACHYON_H */

@@ -212,29 +212,39 @@ down(int(sys.argv[1]), 2000)
 '''
 
 
+NATIVE_VARIANTS = (("plain", ()), ("fp", ("--native=fp",)), ("tables", ("--native",)))
+
+
 def native_table(out, seconds=3, rounds=3):
-    """BPF ns per sample with and without --native on Debian's 3.15 (frame
-    pointers): Python depth 30, three map() levels below it, about 30 native
-    frames to unwind; median of `rounds` back-to-back pairs."""
-    py = os.path.join(SID_BIN, "python3.15-host")
-    print("\nBPF ns per sample, -F 999, every CPU busy, sid-3.15 at depth 30 with ~30 native"
+    """BPF ns per sample: Python only, --native=fp (the kernel's frame-pointer
+    walk) and --native (the unwind tables walked in BPF), at Python depth 30
+    with three map() levels below it (about 20-30 native frames to unwind),
+    on Debian's 3.15 (frame pointers) and pyenv's 3.13 (none: only the
+    tables unwind it); median of `rounds` back-to-back triples."""
+    print("\nBPF ns per sample, -F 999, every CPU busy, depth 30 with ~20-30 native"
           " frames: kernel run-time stats, median of %d rounds" % rounds)
-    if not os.path.exists(py):
-        print("sid-3.15 missing: run scripts/real-pythons.sh")
-        return
+    print("%-10s %10s %12s %12s %10s %10s   target: fp <= 500, tables <= 3000 more"
+          % ("python", "plain", "--native=fp", "--native", "fp extra", "tbl extra"))
+    pys = (("sid-3.15", os.path.join(SID_BIN, "python3.15-host")),
+           ("3.13.0", os.path.join(PYENV, "versions", "3.13.0", "bin", "python3.13")))
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(NATIVE_WORKLOAD)
         script = f.name
+    rows = []
     try:
-        cells = paired_medians(py, script, 26, (("plain", ()), ("native", ("--native",))),
-                               seconds, rounds)
+        for label, py in pys:
+            if not os.path.exists(py):
+                print("%-10s (missing: run scripts/real-pythons.sh)" % label)
+                continue
+            c = paired_medians(py, script, 26, NATIVE_VARIANTS, seconds, rounds)
+            print("%-10s %10.0f %12.0f %12.0f %+10.0f %+10.0f" % (
+                label, c["plain"], c["fp"], c["tables"], c["fp"] - c["plain"],
+                c["tables"] - c["plain"]))
+            rows.append({"python": label, "plain_ns": c["plain"], "fp_ns": c["fp"],
+                         "tables_ns": c["tables"]})
     finally:
         os.unlink(script)
-    print("%-10s %12s %12s %10s   target: <= 500 more" % ("python", "plain", "--native", "extra"))
-    print("%-10s %12.0f %12.0f %+9.0f" % ("sid-3.15", cells["plain"], cells["native"],
-                                          cells["native"] - cells["plain"]))
-    out["native"] = {"python": "sid-3.15", "plain_ns": cells["plain"],
-                     "native_ns": cells["native"]}
+    out["native"] = rows
 
 
 def interpreters():

@@ -106,11 +106,12 @@ struct cfi_regs {
 /* Reads len bytes of the target at addr: 0 or a negative errno. */
 typedef int (*cfi_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
 
+/* bpf/unwind.h's enum tb_uw_stop, which the step rule returns. */
 enum cfi_stop {
 	CFI_STOP_END = 0,	/* the outermost frame (undefined return address) */
 	CFI_STOP_MAX,		/* max frames recorded */
-	CFI_STOP_NO_MODULE,	/* pc in no module we have a table for */
-	CFI_STOP_NO_ROW,	/* pc in a gap of its table */
+	CFI_STOP_NO_MODULE,	/* pc in no module we have a table for, no frame pointer */
+	CFI_STOP_NO_ROW,	/* pc in a gap of its table, no frame pointer */
 	CFI_STOP_UNSUPPORTED,	/* a row we cannot follow, or rbp lost */
 	CFI_STOP_READ,		/* the stack could not be read */
 	CFI_STOP_BAD,		/* the stack does not progress, or pc 0 */
@@ -125,7 +126,8 @@ struct cfi_unwind_result {
  * Walks from regs as the BPF program will: each frame's row (looked up at
  * pc - 1 for return addresses, so a call ending a function finds its own
  * FDE; at pc itself for the first frame and after a signal frame) gives the
- * CFA, the return address at CFA - 8 and the caller's rbp.
+ * CFA, the return address at CFA - 8 and the caller's rbp; a pc without a
+ * module or a row takes a frame-pointer step. The step is bpf/unwind.h's.
  */
 struct cfi_unwind_result cfi_unwind(const struct cfi_module *mods, int nmods,
 				    struct cfi_regs regs, cfi_read_fn rd, void *ctx,

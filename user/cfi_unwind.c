@@ -9,11 +9,41 @@
 #include "cfi.h"
 #include "remote.h"
 
-struct frame {
-	struct cfi_regs r;
-	int rbp_known;
-	int exact;		/* rip is not a return address (leaf, after a signal) */
+/* The step rule itself is bpf/unwind.h's, the one the BPF program runs. */
+static int read_u64(void *rd_ctx, uint64_t addr, __u64 *v);
+static int read_pair(void *rd_ctx, uint64_t addr, __u64 *lo, __u64 *hi);
+#define TB_UW_READ(ctx, addr, dst) read_u64(ctx, addr, dst)
+#define TB_UW_READ2(ctx, addr, lo, hi) read_pair(ctx, addr, lo, hi)
+#include "unwind.h"
+
+_Static_assert((int)CFI_STOP_END == (int)TB_UW_END && (int)CFI_STOP_MAX == (int)TB_UW_MAX &&
+	       (int)CFI_STOP_NO_MODULE == (int)TB_UW_NO_MODULE && (int)CFI_STOP_NO_ROW == (int)TB_UW_NO_ROW &&
+	       (int)CFI_STOP_UNSUPPORTED == (int)TB_UW_UNSUPPORTED && (int)CFI_STOP_READ == (int)TB_UW_READ &&
+	       (int)CFI_STOP_BAD == (int)TB_UW_BAD, "cfi_stop names bpf/unwind.h's stops");
+
+struct reader {
+	cfi_read_fn rd;
+	void *ctx;
 };
+
+static int read_u64(void *rd_ctx, uint64_t addr, __u64 *v)
+{
+	const struct reader *r = rd_ctx;
+
+	return r->rd(r->ctx, addr, v, sizeof(*v));
+}
+
+static int read_pair(void *rd_ctx, uint64_t addr, __u64 *lo, __u64 *hi)
+{
+	const struct reader *r = rd_ctx;
+	__u64 w[2];
+
+	if (r->rd(r->ctx, addr, w, sizeof(w)))
+		return -1;
+	*lo = w[0];
+	*hi = w[1];
+	return 0;
+}
 
 static const struct cfi_module *module_of(const struct cfi_module *mods, int n, uint64_t pc)
 {
@@ -25,90 +55,15 @@ static const struct cfi_module *module_of(const struct cfi_module *mods, int n, 
 	return NULL;
 }
 
-static int read_u64(cfi_read_fn rd, void *ctx, uint64_t addr, uint64_t *v)
+/* As the BPF program: a pc in no module takes a frame-pointer step. */
+static int step(const struct cfi_module *mods, int nmods, struct tb_uw_frame *f,
+		struct reader *r)
 {
-	return rd(ctx, addr, v, sizeof(*v)) ? CFI_STOP_READ : -1;
-}
-
-/* The interrupted registers, from the ucontext __restore_rt's rsp points at. */
-static int step_signal(struct frame *f, cfi_read_fn rd, void *ctx)
-{
-	uint64_t sp = f->r.rsp;
-	int stop;
-
-	if ((stop = read_u64(rd, ctx, sp + TB_SIGCTX_RIP, &f->r.rip)) >= 0 ||
-	    (stop = read_u64(rd, ctx, sp + TB_SIGCTX_RBP, &f->r.rbp)) >= 0 ||
-	    (stop = read_u64(rd, ctx, sp + TB_SIGCTX_RSP, &f->r.rsp)) >= 0)
-		return stop;
-	f->rbp_known = 1;
-	f->exact = 1;	/* the signal came between two instructions */
-	return -1;
-}
-
-static int cfa_of(const struct tb_cfi_row *row, const struct frame *f, uint64_t *cfa)
-{
-	switch (row->kind) {
-	case TB_CFI_RSP:
-		*cfa = f->r.rsp + (int64_t)row->cfa_off;
-		return -1;
-	case TB_CFI_RBP:
-		if (!f->rbp_known)
-			return CFI_STOP_UNSUPPORTED;
-		*cfa = f->r.rbp + (int64_t)row->cfa_off;
-		return -1;
-	case TB_CFI_PLT:
-		*cfa = f->r.rsp + (int64_t)row->cfa_off + ((f->r.rip & 15) >= row->arg ? 8 : 0);
-		return -1;
-	}
-	return CFI_STOP_UNSUPPORTED;
-}
-
-/* One frame up through a CFA row; -1 on success, else the stop reason. */
-static int step_cfa(const struct tb_cfi_row *row, struct frame *f, cfi_read_fn rd, void *ctx)
-{
-	uint64_t cfa = 0, ra, rbp = f->r.rbp;
-	int stop;
-
-	if ((stop = cfa_of(row, f, &cfa)) >= 0)
-		return stop;
-	if ((stop = read_u64(rd, ctx, cfa - 8, &ra)) >= 0)
-		return stop;
-	if (row->rbp_rule == TB_RBP_AT_CFA &&
-	    (stop = read_u64(rd, ctx, cfa + 8 * (int64_t)row->rbp_off8, &rbp)) >= 0)
-		return stop;
-	/* The stack grows down: a caller's frame lies above its callee's. */
-	if (cfa <= f->r.rsp || !ra)
-		return CFI_STOP_BAD;
-	if (row->rbp_rule == TB_RBP_UNKNOWN)
-		f->rbp_known = 0;
-	else if (row->rbp_rule == TB_RBP_AT_CFA)
-		f->rbp_known = 1;
-	f->r.rip = ra;
-	f->r.rsp = cfa;
-	f->r.rbp = rbp;
-	f->exact = 0;
-	return -1;
-}
-
-static int step(const struct cfi_module *mods, int nmods, struct frame *f,
-		cfi_read_fn rd, void *ctx)
-{
-	const struct cfi_module *m = module_of(mods, nmods, f->r.rip);
-	const struct tb_cfi_row *row;
-	uint64_t pc;
+	const struct cfi_module *m = module_of(mods, nmods, f->rip);
 
 	if (!m)
-		return CFI_STOP_NO_MODULE;
-	/* A return address follows its call, which may end the function. */
-	pc = f->r.rip - (f->exact ? 0 : 1) - (uint64_t)m->bias;
-	row = cfi_lookup(m->table, pc);
-	if (!row)
-		return CFI_STOP_NO_ROW;
-	if (row->kind == TB_CFI_END)
-		return CFI_STOP_END;
-	if (row->kind == TB_CFI_SIGNAL)
-		return step_signal(f, rd, ctx);
-	return step_cfa(row, f, rd, ctx);
+		return tb_uw_fp_step(f, r, TB_UW_NO_MODULE);
+	return tb_uw_step(cfi_lookup(m->table, tb_uw_lookup_pc(f, (__u64)m->bias)), f, r);
 }
 
 struct cfi_unwind_result cfi_unwind(const struct cfi_module *mods, int nmods,
@@ -116,17 +71,19 @@ struct cfi_unwind_result cfi_unwind(const struct cfi_module *mods, int nmods,
 				    uint64_t *pcs, int max)
 {
 	struct cfi_unwind_result res = { .n = 0, .stop = CFI_STOP_MAX };
-	struct frame f = { .r = regs, .rbp_known = 1, .exact = 1 };
+	struct tb_uw_frame f = { .rip = regs.rip, .rsp = regs.rsp, .rbp = regs.rbp,
+				 .rbp_known = 1, .exact = 1 };
+	struct reader r = { .rd = rd, .ctx = ctx };
 	int stop;
 
 	while (res.n < max) {
-		pcs[res.n++] = f.r.rip;
-		stop = step(mods, nmods, &f, rd, ctx);
+		pcs[res.n++] = f.rip;
+		stop = step(mods, nmods, &f, &r);
 		if (stop >= 0) {
 			res.stop = (enum cfi_stop)stop;
 			return res;
 		}
-		if (!f.r.rip) {
+		if (!f.rip) {
 			res.stop = CFI_STOP_BAD;
 			return res;
 		}

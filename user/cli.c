@@ -114,8 +114,10 @@ static const char usage_text[] =
 "      --gc                 a '<GC>' leaf frame on samples taken during a\n"
 "                           garbage collection\n"
 "      --kernel             the kernel stack under the Python leaf ('fn [k]')\n"
-"  -n, --native             native (C) frames merged with the Python ones:\n"
-"                           'fn [libz.so.1]' (frame-pointer unwinding)\n"
+"  -n, --native[=fp]        native (C) frames merged with the Python ones:\n"
+"                           'fn [libz.so.1]' (unwind tables where the code\n"
+"                           has them, else frame pointers; =fp: frame\n"
+"                           pointers only)\n"
 "      --full-filenames     full source paths instead of short ones\n"
 "      --function           one frame per function, not per line:\n"
 "                           'qualname (file:firstline)'\n"
@@ -265,7 +267,7 @@ static const struct option longopts[] = {
 	{ "idle", no_argument, NULL, OPT_IDLE },
 	{ "gil", no_argument, NULL, OPT_GIL },
 	{ "nonblocking", no_argument, NULL, OPT_NONBLOCKING },
-	{ "native", no_argument, NULL, OPT_NATIVE },
+	{ "native", optional_argument, NULL, OPT_NATIVE },
 	/* issue 16: frame lines, dump formats */
 	{ "function", no_argument, NULL, OPT_FUNCTION },
 	{ "nolineno", no_argument, NULL, OPT_NOLINENO },
@@ -604,6 +606,21 @@ static int parse_opcodes(const char *arg, struct options *o)
 	return -1;
 }
 
+/* --native, or --native=fp: frame pointers only, no unwind tables. */
+static int parse_native(const char *arg, struct options *o)
+{
+	o->native = 1;
+	if (!arg)
+		return 0;
+	if (!strcmp(arg, "fp")) {
+		o->native_fp = 1;
+		return 0;
+	}
+	tb_error("--native=%s: not 'fp' (use --native for unwind tables and frame pointers, --native=fp for frame pointers only)",
+		 arg);
+	return -1;
+}
+
 /* issue 16: --function, --nolineno, dump --json, dump --locals */
 static int parse_issue16_opt(int c, struct options *o)
 {
@@ -664,9 +681,6 @@ static int parse_flag(int c, struct options *o)
 		return 0;
 	case OPT_KERNEL:
 		o->kernel = 1;
-		return 0;
-	case OPT_NATIVE:
-		o->native = 1;
 		return 0;
 	case OPT_NO_FALLBACK:
 		o->no_fallback = 1;
@@ -778,6 +792,8 @@ static int parse_one(int c, const char *arg, struct options *o)
 		o->layout_flags |= LAYOUT_FORCE;
 		return 0;
 	}
+	if (c == OPT_NATIVE)
+		return parse_native(arg, o);
 	if ((c >= OPT_SUMMARY && c <= OPT_PUSH_INTERVAL) || c >= OPT_FUNCTION)
 		return parse_output_opt(c, arg, o);
 	return parse_flag(c, o);

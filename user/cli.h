@@ -44,6 +44,7 @@ struct options {
 	int gc_frames;		/* a <GC> leaf while the collector runs */
 	int kernel;		/* kernel stacks under the Python leaf */
 	int native;		/* --native: native frames merged with the Python ones */
+	int native_fp;		/* --native=fp: frame pointers only */
 	int all_python;		/* every Python process, now and later */
 	int subprocesses;	/* descendants of the targets too */
 	int show_pids;		/* the process root frame carries the pid */

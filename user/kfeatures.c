@@ -200,6 +200,8 @@ static const struct feature features[KF_NR] = {
 	[KF_RUN_STATS] = { "BPF run-time statistics", "5.8", NULL, run_stats, 0, NULL },
 	[KF_HRTIMER_TP] = { "tp_btf/hrtimer_expire_entry", "5.5", BTF_BUILT, tp_btf, 0,
 			    "hrtimer_expire_entry" },
+	[KF_TASK_PT_REGS] = { "bpf_task_pt_regs", "5.15", NULL, helper, BPF_FUNC_task_pt_regs,
+			      NULL },
 };
 
 static bool probed[KF_NR], present[KF_NR];

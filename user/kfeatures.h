@@ -19,6 +19,7 @@ enum kfeature {
 	KF_NS_PID,		/* bpf_get_ns_current_pid_tgid: targets in containers */
 	KF_RUN_STATS,		/* --stats / -v: the kernel's BPF run-time statistics */
 	KF_HRTIMER_TP,		/* tp_btf/hrtimer_expire_entry */
+	KF_TASK_PT_REGS,	/* --native's unwind tables: the task's user registers */
 	KF_NR,
 };
 

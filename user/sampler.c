@@ -12,6 +12,7 @@
 #include <bpf/bpf.h>
 #include <linux/btf.h>
 #include <bpf/btf.h>
+#include "cfi_maps.h"
 #include "errors.h"
 #include "kfeatures.h"
 #include "util.h"
@@ -202,6 +203,23 @@ static int fill_next(struct sampler *s, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * --native: the unwind tables' walk where the kernel can start it from the
+ * task's saved user registers (bpf_task_pt_regs, 5.15), unless --native=fp;
+ * else (and for a process without tables) the kernel's frame-pointer walk.
+ * The rows' array is preallocated: TB_CFI_ROWS (12 MiB) only then.
+ */
+static void native_tables(struct sampler *s, const struct sampler_opts *o)
+{
+	int on = o->native_stacks && !o->native_fp && kfeature_probe(KF_TASK_PT_REGS);
+
+	if (o->native_stacks && !o->native_fp && !on)
+		tb_info("--native: this kernel has no bpf_task_pt_regs (Linux 5.15): frame pointers only");
+	s->skel->rodata->native_cfi = on;
+	bpf_map__set_max_entries(s->skel->maps.cfi_rows, on ? TB_CFI_ROWS : 1);
+	bpf_map__set_max_entries(s->skel->maps.cfi_procs, on ? TB_CFI_PROCS : 1);
+}
+
 int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, open_opts, .btf_custom_path = o->btf_path);
@@ -254,6 +272,7 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 	if (ret)
 		return ret;
 	choose_programs(s, o);
+	native_tables(s, o);
 	s->tick = o->event->tick;
 	s->skel->rodata->tick_handler = s->tick ? tick_handler() : 0;
 	ret = tachyon_bpf__load(s->skel);
@@ -266,6 +285,14 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 	ret = fill_next(s, err, errlen);
 	if (ret)
 		return ret;
+	if (s->skel->rodata->native_cfi &&
+	    !(s->cfi = cfi_maps_new(bpf_map__fd(s->skel->maps.cfi_rows),
+				    bpf_map__fd(s->skel->maps.cfi_procs),
+				    bpf_map__fd(s->skel->maps.uw_stats), TB_CFI_ROWS,
+				    (volatile uint64_t *)&s->skel->bss->uw_gen))) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
 	s->counts_cur = 0;	/* count_slot holds `counts` from the load on */
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), o->on_record, o->ctx, NULL);
 	if (!s->rb) {
@@ -580,6 +607,8 @@ int sampler_add(struct sampler *s, pid_t pid, const struct tb_walk *w)
 
 	v.reg.acked = 1;
 	v.reg.incarnation = ++incarnations;
+	if (s->cfi)
+		cfi_maps_add(s->cfi, pid);	/* none: frame pointers for it */
 	return bpf_map__update_elem(s->skel->maps.procs, &key, sizeof(key), &v, sizeof(v), BPF_ANY);
 }
 
@@ -596,6 +625,8 @@ int sampler_del(struct sampler *s, pid_t pid)
 	__u32 key = (__u32)pid;
 
 	bpf_map__delete_elem(s->skel->maps.asyncs, &key, sizeof(key), 0);	/* may be absent */
+	if (s->cfi)
+		cfi_maps_del(s->cfi, pid);
 	return bpf_map__delete_elem(s->skel->maps.procs, &key, sizeof(key), 0);
 }
 
@@ -840,9 +871,24 @@ void sampler_detach(struct sampler *s)
 	destroy_link(&s->skel->links.on_switch_tc);
 }
 
+void sampler_native_rescan(struct sampler *s)
+{
+	if (s->cfi)
+		cfi_maps_rescan(s->cfi);
+}
+
+int sampler_native_stats(struct sampler *s, struct cfi_maps_stats *out)
+{
+	if (!s->cfi)
+		return -ENOENT;
+	cfi_maps_stats(s->cfi, out);
+	return 0;
+}
+
 void sampler_close(struct sampler *s)
 {
 	sampler_detach(s);
+	cfi_maps_free(s->cfi);
 	free(s->links);
 	free(s->pfds);
 	free(s->tids);

@@ -35,7 +35,8 @@ struct sampler_opts {
 	int follow_forks;
 	enum tb_mode mode;
 	int kernel_stacks;	/* --kernel: capture kernel stacks */
-	int native_stacks;	/* --native: capture user stacks (frame pointers) */
+	int native_stacks;	/* --native: capture user stacks */
+	int native_fp;		/* --native=fp: by frame pointers only, no unwind tables */
 	int report_all_exec;	/* --all-python: every exec is news */
 	int read_status;	/* read GIL and GC state in every sample */
 	int timeline;		/* every sample a timed record, none counted in the kernel */
@@ -65,6 +66,7 @@ struct sampler {
 	int counts_cur;		/* the one the BPF side counts into: 0 counts, 1 counts2 */
 	struct tb_count_key *count_keys;	/* drain buffers */
 	uint64_t *count_vals;
+	struct cfi_maps *cfi;	/* --native's unwind tables, NULL: frame pointers */
 };
 
 typedef void (*sampler_count_fn)(void *ctx, const struct tb_count_key *k, uint64_t n);
@@ -130,6 +132,11 @@ int sampler_consume(struct sampler *s);
  */
 int sampler_read_counts(struct sampler *s, sampler_count_fn fn, void *ctx);
 void sampler_detach(struct sampler *s);
+/* --native: describe again the processes whose mappings changed (dlopen). */
+void sampler_native_rescan(struct sampler *s);
+struct cfi_maps_stats;
+/* --native's unwind tables: what they hold and did; -ENOENT: not in use. */
+int sampler_native_stats(struct sampler *s, struct cfi_maps_stats *out);
 void sampler_close(struct sampler *s);
 
 #endif

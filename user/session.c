@@ -325,7 +325,7 @@ int session_start(struct session *s)
 		.event = s->opt->event, .freq = s->opt->period ? 0 : s->opt->freq,
 		.period = s->opt->period, .mode = s->opt->mode,
 		.rate_hz = s->opt->rate_hz, .tick_every = s->opt->tick_every,
-		.kernel_stacks = s->opt->kernel, .native_stacks = s->opt->native,
+		.kernel_stacks = s->opt->kernel, .native_stacks = s->opt->native, .native_fp = s->opt->native_fp,
 		.report_all_exec = s->opt->all_python,
 		/* Two more reads per sample: only when something uses them. */
 		.read_status = s->opt->mode == TB_MODE_GIL || s->opt->gc_frames ||
@@ -568,6 +568,7 @@ void session_run(struct session *s)
 		for (k = 0; k < n; k++)
 			handle(s, &ev[k]);
 		sampler_consume(&s->sampler);
+		sampler_native_rescan(&s->sampler);
 		note_stacks(s);
 		ingest_flush(s->in, 0);
 		ingest_name_threads(s->in, 0);
@@ -604,6 +605,7 @@ void session_run(struct session *s)
 	ingest_credit_offcpu(s->in, end_ns);
 	ingest_flush(s->in, 1);
 	sampler_counters(&s->sampler, s->st.bpf);
+	s->st.cfi_on = !sampler_native_stats(&s->sampler, &s->st.cfi);
 	sampler_prog_stats(&s->sampler, &s->st.run_ns, &s->st.run_cnt);
 	/* -- CMD outlived the run (-d, a signal); --keep-running leaves it be. */
 	if (s->child && !s->opt->keep_running)

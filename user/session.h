@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "cfi_maps.h"
 #include "cli.h"
 #include "tachyon.h"
 
@@ -60,6 +61,8 @@ struct session_stats {
 	double seconds;
 	double start_unix;		/* wall clock at the start */
 	int ncpus;			/* online CPUs sampled */
+	int cfi_on;			/* --native's unwind tables were in use: */
+	struct cfi_maps_stats cfi;	/* ... what they held and did */
 };
 
 /* The code-object cache, for -v and --stats. */

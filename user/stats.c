@@ -79,7 +79,7 @@ void stats_line(const struct session_view *s, uint64_t written, const char *wrot
 	const struct session_stats *st = &s->st;
 	const struct writer *w = s->opt->writer;
 	struct stats_summary sum;
-	char rate[64], losses[96] = "", where[PATH_MAX + 96] = "";
+	char rate[64], losses[160] = "", where[PATH_MAX + 96] = "";
 
 	stats_summarize(s, written, &sum);
 	if (sum.lost)
@@ -87,6 +87,10 @@ void stats_line(const struct session_view *s, uint64_t written, const char *wrot
 	if (sum.dropped)
 		snprintf(losses + strlen(losses), sizeof(losses) - strlen(losses),
 			 ", dropped %" PRIu64 "%s", sum.dropped, tb_verbose ? "" : " (-v says why)");
+	if (st->cfi_on && st->cfi.unfit)	/* said once per file at the time, and here */
+		snprintf(losses + strlen(losses), sizeof(losses) - strlen(losses),
+			 ", %" PRIu64 " unwind tables over the %" PRIu64 "-row bound",
+			 st->cfi.unfit, st->cfi.max_rows);
 	if (wrote && w->hint)
 		snprintf(where, sizeof(where), "; wrote %s (%s)", wrote, w->hint);
 	else if (wrote)
@@ -180,6 +184,15 @@ void stats_print(const struct session_view *s, uint64_t written)
 			st->in.native_unmatched, c[TB_C_USTACK_ERR], st->in.native_bytes / 1048576.0,
 			st->in.native_peak / 1048576.0, st->in.native_limit / 1048576.0,
 			st->in.native_dropped);
+	if (st->cfi_on)
+		tb_info("--native unwind tables: %" PRIu64 " files, %" PRIu64 " of %" PRIu64
+			" rows (%.1f MiB), %" PRIu64 " did not fit; %" PRIu64 " processes, %" PRIu64
+			" rescans; BPF: %" PRIu64 " stacks, %" PRIu64 " frames by rows, %" PRIu64
+			" by frame pointer, %" PRIu64 " walks to the outermost frame",
+			st->cfi.tables, st->cfi.rows, st->cfi.max_rows,
+			st->cfi.rows * sizeof(struct tb_cfi_row) / 1048576.0, st->cfi.unfit,
+			st->cfi.procs, st->cfi.rescans, st->cfi.uw[TB_UW_C_STACKS],
+			st->cfi.uw[TB_UW_C_ROWS], st->cfi.uw[TB_UW_C_FP], st->cfi.uw[TB_UW_C_ENDS]);
 	self_rss(&rss, &peak);
 	tb_info("memory: RSS %.1f MiB (peak %.1f MiB); %zu code objects cached, %" PRIu64
 		" evicted unused; %" PRIu64 " compactions",
@@ -199,8 +212,27 @@ FILE *stats_open(const char *path)
 	return f;
 }
 
+/* --native's unwind tables, as more keys of the --stats object ("" if off). */
+static const char *native_json(const struct session_stats *st, char *buf, size_t len)
+{
+	const struct cfi_maps_stats *t = &st->cfi;
+
+	if (!st->cfi_on)
+		return "";
+	snprintf(buf, len, ",\n \"unwind_tables\": {\"files\": %" PRIu64 ", \"rows\": %" PRIu64
+		 ", \"max_rows\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"unfit\": %" PRIu64
+		 ", \"processes\": %" PRIu64 ", \"rescans\": %" PRIu64 ", \"bpf_stacks\": %" PRIu64
+		 ", \"bpf_row_frames\": %" PRIu64 ", \"bpf_fp_frames\": %" PRIu64
+		 ", \"bpf_ends\": %" PRIu64 "}",
+		 t->tables, t->rows, t->max_rows, t->rows * (uint64_t)sizeof(struct tb_cfi_row),
+		 t->unfit, t->procs, t->rescans, t->uw[TB_UW_C_STACKS], t->uw[TB_UW_C_ROWS],
+		 t->uw[TB_UW_C_FP], t->uw[TB_UW_C_ENDS]);
+	return buf;
+}
+
 void stats_write_json(FILE *f, const struct session_view *s, uint64_t written)
 {
+	char njson[512];
 	const struct session_stats *st = &s->st;
 	const uint64_t *c = st->bpf;
 	double secs = st->seconds > 0 ? st->seconds : 1;
@@ -234,7 +266,7 @@ void stats_write_json(FILE *f, const struct session_view *s, uint64_t written)
 		" \"scope\": \"%s\", \"task_events\": %d, \"walker\": \"%s\",\n"
 		" \"native_merged\": %" PRIu64 ", \"native_unmatched\": %" PRIu64
 		", \"native_symbol_bytes\": %" PRIu64 ", \"native_symbol_peak\": %" PRIu64
-		", \"native_symbol_limit\": %" PRIu64 ", \"native_dropped\": %" PRIu64 "}\n",
+		", \"native_symbol_limit\": %" PRIu64 ", \"native_dropped\": %" PRIu64 "%s}\n",
 		sum.collected, sum.written, sum.lost,
 		c[TB_C_NO_TSTATE], c[TB_C_NO_FRAMES], c[TB_C_READ_TSTATE], c[TB_C_FILTERED],
 		st->in.missing_stack, st->in.unknown_pid,
@@ -251,7 +283,7 @@ void stats_write_json(FILE *f, const struct session_view *s, uint64_t written)
 		s->opt->rate_hz, s->opt->tick_every, s->opt->kernel_hz, stats_scope(s),
 		s->task_events, s->walker, st->in.native_merged, st->in.native_unmatched,
 		st->in.native_bytes, st->in.native_peak, st->in.native_limit,
-		st->in.native_dropped);
+		st->in.native_dropped, native_json(st, njson, sizeof(njson)));
 	if (fflush(f))
 		tb_warn("--stats %s: %s", s->opt->stats_path, strerror(errno));
 }

@@ -11,6 +11,7 @@ FEATURES = {
     "bpf_loop": True, "BPF ring buffer": True, "tp_btf tracepoints": True,
     "batch map operations": True, "map-in-map": True, "bpf_get_ns_current_pid_tgid": True,
     "BPF run-time statistics": False, "tp_btf/hrtimer_expire_entry": False,
+    "bpf_task_pt_regs": False,
 }
 
 

@@ -1,4 +1,5 @@
-"""--native: native frames merged with the Python ones (frame pointers).
+"""--native: native frames merged with the Python ones (frame pointers,
+and the unwind tables the BPF program walks).
 
 tests/workloads/native_ext.c is built here with -fno-omit-frame-pointer
 against the stable ABI; tests/workloads/native_mix.py calls it (CPU in C, a
@@ -6,7 +7,9 @@ C function calling a Python callback, libz) and sorts with a Python key,
 timing each phase itself. Debian's real 3.15 is built with frame pointers:
 its stacks must interleave exactly. Where the interpreter or a library has
 none (pyenv's builds, most of Debian's 3.14, libz), a stack whose native
-and Python parts cannot be paired must be marked, never spliced wrongly.
+and Python parts cannot be paired must be marked, never spliced wrongly
+(--native=fp); with the unwind tables (--native) they interleave exactly,
+the extension built without frame pointers too.
 """
 import json
 import os
@@ -15,7 +18,7 @@ import subprocess
 import sysconfig
 import time
 
-from common import Interp, art_path, check, run_profiler, timeout, WORKLOADS
+from common import Interp, MARKERS, art_path, check, run_profiler, timeout, WORKLOADS
 
 EXT = "tbnative.abi3.so"
 UNMATCHED = "[native unmatched]"
@@ -25,9 +28,10 @@ PHASES = ("do_spin", "do_cb", "do_zlib", "do_sort")
 LABEL_RE = re.compile(r"^\S+ [A-Za-z_][\w.<>]*$")
 
 
-def _build_ext():
-    """The extension, built once per run into the artifacts directory."""
-    out_dir = art_path("native-ext")
+def _build_ext(frame_pointers=True):
+    """The extension, built once per run into the artifacts directory, with
+    frame pointers or (-fomit-frame-pointer -O2) without."""
+    out_dir = art_path("native-ext" if frame_pointers else "native-ext-nofp")
     so = os.path.join(out_dir, EXT)
     if os.path.exists(so):
         return out_dir
@@ -35,7 +39,8 @@ def _build_ext():
     inc = sysconfig.get_paths()["include"]
     check(os.path.exists(os.path.join(inc, "Python.h")),
           "no Python.h in %s: the test builds a C extension (install python3-dev)" % inc)
-    cc = subprocess.run(["cc", "-O2", "-g", "-fno-omit-frame-pointer", "-fPIC", "-shared",
+    fp = "-fno-omit-frame-pointer" if frame_pointers else "-fomit-frame-pointer"
+    cc = subprocess.run(["cc", "-O2", "-g", fp, "-fPIC", "-shared",
                          "-DPy_LIMITED_API=0x030B0000", "-I" + inc,
                          os.path.join(WORKLOADS, "native_ext.c"), "-o", so, "-lz"],
                         capture_output=True, text=True)
@@ -43,23 +48,26 @@ def _build_ext():
     return out_dir
 
 
-def _record(python, tag, script, args, extra=()):
-    """(result, collapsed output path) of record --native [extra] over
-    `python script EXT_DIR args...`."""
+def _record(python, tag, script, args, extra=(), native="--native", frame_pointers=True):
+    """(result, collapsed output path) of record NATIVE [extra] over
+    `python script EXT_DIR args...`, the extension built with frame pointers
+    or (-fomit-frame-pointer -O2) without."""
     check(python.exists(), "missing %s: run scripts/real-pythons.sh" % python.path)
     out = art_path("native-%s%s.txt" % (tag, python.label))
-    res = run_profiler(None, ["--native", "-F", "250", "-f", "collapsed", "-o", out] +
+    res = run_profiler(None, [native, "-F", "250", "-f", "collapsed", "-o", out] +
                        list(extra) + ["--", python.path, os.path.join(WORKLOADS, script),
-                                      _build_ext()] + list(args), timeout=60)
+                                      _build_ext(frame_pointers)] + list(args), timeout=60)
     res.expect_ok()
     return res, out
 
 
-def _profile(python, seconds=4):
+def _profile(python, seconds=4, native="--native", frame_pointers=True):
     """(stacks, {phase: seconds}) of native_mix.py run under record --native:
     stacks are lists of (kind, name) with kind 'py', 'native' or 'mark'."""
-    times_path = art_path("native-times-%s.json" % python.label)
-    res, out = _record(python, "", "native_mix.py", [seconds, times_path])
+    tag = "%s%s-" % (native[8:], "" if frame_pointers else "-nofp")
+    times_path = art_path("native-times-%s%s.json" % (tag, python.label))
+    res, out = _record(python, tag, "native_mix.py", [seconds, times_path],
+                       native=native, frame_pointers=frame_pointers)
     with open(times_path) as f:
         times = json.load(f)
     return _read_stacks(out, res.where()), times, res.where()
@@ -80,7 +88,7 @@ def _frames(stack, where):
     frames = []
     for raw in stack.split(";"):
         m = PY_RE.match(raw)
-        if raw == UNMATCHED:
+        if raw == UNMATCHED or raw in MARKERS:
             frames.append(("mark", raw))
         elif m:
             frames.append(("py", m["name"]))
@@ -184,10 +192,11 @@ def test_native_frame_pointers_exact():
 
 @timeout(120)
 def test_native_without_frame_pointers_marked():
-    """pyenv's 3.13 (no frame pointers) and Debian's 3.14 (few): what
-    cannot be paired is marked; what is merged is right; C leaves show."""
+    """--native=fp on pyenv's 3.13 (no frame pointers) and Debian's 3.14
+    (few): what cannot be paired is marked; what is merged is right; C
+    leaves show."""
     for python in (Interp("3.13.0"), Interp("sid-3.14")):
-        stacks, _, where = _profile(python, seconds=3)
+        stacks, _, where = _profile(python, seconds=3, native="--native=fp")
         for frames, _ in stacks:
             _check_never_wrong(frames, where)
         marked = _share(stacks, lambda f: ("mark", UNMATCHED) in f)
@@ -296,3 +305,59 @@ def test_native_top():
     finally:
         t.close()
         w.stop()
+
+
+def _native_above(frames, phase, fn):
+    """The native frames from the phase's C function up, if nothing but
+    native frames (the interpreter's call machinery) lie between."""
+    above = _after(frames, phase)
+    want = ("native", "%s [%s]" % (fn, EXT))
+    if want not in above or any(k != "native" for k, _ in above[:above.index(want)]):
+        return []
+    return [n for _, n in above[above.index(want):]]
+
+
+def _check_c_exact(work, label, where):
+    """do_zlib -> zlib_compress -> compress2/deflate in libz, and do_spin ->
+    spin, in most of their samples."""
+    for phase, fn, nxt in (("do_zlib", "zlib_compress", "[libz.so"), ("do_spin", "spin", None)):
+        n = exact = 0
+        for frames, c in work:
+            if _phase(frames)[0] != phase:
+                continue
+            n += c
+            above = _native_above(frames, phase, fn)
+            if above and (nxt is None or (len(above) > 1 and nxt in above[1])):
+                exact += c
+        check(n and exact >= 0.8 * n, "%s: %s;...;%s%s in %d of %d %s samples %s"
+              % (label, phase, fn, ";" + nxt + "..." if nxt else "", exact, n, phase, where))
+
+
+@timeout(150)
+def test_native_unwind_tables_exact():
+    """--native's unwind tables: the extension built without frame pointers,
+    on pyenv's 3.13 and 3.11 (no frame pointers) and Debian's 3.15:
+    exact interleaving into libz, the callback above its C caller, C time
+    where the workload measured it, (almost) nothing left unmatched."""
+    for python in (Interp("3.13.0"), Interp("3.11.7"), Interp("sid-3.15")):
+        stacks, times, where = _profile(python, seconds=3, frame_pointers=False)
+        for frames, _ in stacks:
+            _check_never_wrong(frames, where)
+        work = [(f, c) for f, c in stacks if _phase(f)[0]]
+        total = sum(c for _, c in work)
+        check(total >= 100, "%s: only %d samples of the workload %s"
+              % (python.label, total, where))
+        marked = _share(work, lambda f: ("mark", UNMATCHED) in f)
+        check(marked <= 0.1 * total, "%s: %d of %d workload samples %s %s"
+              % (python.label, marked, total, UNMATCHED, where))
+        measured = sum(times.values())
+        for phase in PHASES:
+            got = _share(work, lambda f: _phase(f)[0] == phase) / total
+            want = times[phase] / measured
+            check(abs(got - want) < 0.1, "%s: %s: %.0f%% of the samples, %.0f%% of the "
+                  "workload's own time %s" % (python.label, phase, 100 * got, 100 * want, where))
+        _check_c_exact(work, python.label, where)
+        cb = _share(work, lambda f: ("py", "cb") in f)
+        cb_merged = _share(work, lambda f: ("py", "cb") in f and ("mark", UNMATCHED) not in f)
+        check(cb and cb_merged >= 0.8 * cb, "%s: cb merged in %d of %d samples %s"
+              % (python.label, cb_merged, cb, where))

@@ -267,6 +267,12 @@ static void test_pyspy_spellings(void **state)
 	assert_int_equal(o.mode, TB_MODE_WALL);
 	assert_int_equal(PARSE("-p", "5", "--native"), -1);
 	assert_int_equal(o.native, 1);
+	assert_int_equal(o.native_fp, 0);
+	assert_int_equal(PARSE("-p", "5", "--native=fp"), -1);
+	assert_int_equal(o.native, 1);
+	assert_int_equal(o.native_fp, 1);
+	assert_int_equal(PARSE("-p", "5", "--native=dwarf"), 2);
+	assert_one_line("--native=dwarf: not 'fp'");
 	assert_int_equal(PARSE("dump", "-p", "5", "-n"), 2);
 	assert_one_line("record --native");
 	/* py-spy's chrometrace is ours too, and needs every sample's time */
