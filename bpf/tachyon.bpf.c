@@ -141,6 +141,8 @@ struct {
 	__type(value, struct tb_offcpu);
 } offcpu SEC(".maps");
 
+static const struct tb_offcpu offcpu_zero;	/* a new entry, carry 0 */
+
 #define EFAULT 14
 
 /*
@@ -1377,7 +1379,7 @@ static __noinline void switch_out_done(void *ctx, struct walk_ctx *c, __u64 pid_
 				       __u64 now)
 {
 	__u32 pid = pid_tid >> 32, tid = (__u32)pid_tid;
-	struct tb_offcpu oc = {}, *old;
+	struct tb_offcpu *oc;
 
 	if (ret) {
 		count(c->cnt, TB_C_OFFCPU_SKIPPED);
@@ -1389,16 +1391,30 @@ static __noinline void switch_out_done(void *ctx, struct walk_ctx *c, __u64 pid_
 		return;
 	}
 	count(c->cnt, TB_C_OFFCPU_WALKS);
-	old = bpf_map_lookup_elem(&offcpu, &tid);
-	oc.carry = old ? old->carry : 0;
-	oc.since = now;
-	oc.stack_id = c->ch.hash;
-	oc.flags = c->ch.flags | TB_SF_OFFCPU;
-	oc.kstack = kernel_stack(ctx, c->cnt);
-	oc.leaf = native_leaf(c);
-	oc.pid = pid;
-	oc.away = 1;
-	bpf_map_update_elem(&offcpu, &tid, &oc, BPF_ANY);
+	/*
+	 * Filled in place, not built on the stack: 48 bytes more here made
+	 * 5.10's chain on_switch_tc -> tc_close -> this -> the unwinder 544
+	 * bytes (the limit is 512). Only this thread's own switches touch its
+	 * entry, and they do not overlap.
+	 */
+	oc = bpf_map_lookup_elem(&offcpu, &tid);
+	if (!oc) {
+		if (bpf_map_update_elem(&offcpu, &tid, &offcpu_zero, BPF_NOEXIST) &&
+		    !bpf_map_lookup_elem(&offcpu, &tid)) {
+			count(c->cnt, TB_C_OFFCPU_SKIPPED);	/* map full */
+			return;
+		}
+		oc = bpf_map_lookup_elem(&offcpu, &tid);
+		if (!oc)
+			return;
+	}
+	oc->since = now;
+	oc->stack_id = c->ch.hash;
+	oc->flags = c->ch.flags | TB_SF_OFFCPU;
+	oc->kstack = kernel_stack(ctx, c->cnt);
+	oc->leaf = native_leaf(c);
+	oc->pid = pid;
+	oc->away = 1;
 }
 
 /* Wall mode, prev leaving the CPU: remember its stack. */
