@@ -55,7 +55,13 @@ def test_dump_subprocesses_of_a_shell(python):
     check(rc == 0 and set(_sections(out)) == {child},
           "dump -s of the shell: exit %d, processes %s, want [%d]; stderr %r"
           % (rc, sorted(_sections(out)), child, err))
-    check("spin_inner" in out, "the spinner's stack is missing: %r" % out[:400])
+    # Right after READY the spinner may still be on spin_outer's loop line,
+    # before its first spin_inner call (CI saw exactly that once on 3.12.1):
+    # a legitimate snapshot. A product bug is a stack without both callers
+    # or with a leaf elsewhere.
+    check(', in spin_outer\n' in out and ', in <module>\n' in out
+          and ("spin_inner" in out or re.search(r'line 2[56], in spin_outer\n', out)),
+          "the spinner's stack is missing or wrong: %r" % out[:400])
     lone = spawn(["/bin/sh", "-c", "read x"], stdin=subprocess.PIPE)
     rc, out, err = _dump(["-s", "-p", lone.pid])
     check(rc == 1 and out == "" and len(err.strip().split("\n")) == 1,
