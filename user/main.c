@@ -9,6 +9,7 @@
  *   -> write (output/)
  */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/capability.h>
@@ -190,16 +191,44 @@ static void hooks_free(struct hooks *h)
 /* The files of -o given again, opened before the run like the first. */
 static FILE *more_out[CLI_MAX_OUTPUTS];
 
+/*
+ * A streamed recording gets its final form in a new file renamed over it:
+ * a kill during that write leaves the streamed file whole. 1 if done (err
+ * set), 0 if the directory takes no new file (then written in place).
+ */
+static int write_whole(const char *path, const struct writer *w, const struct resolved *r,
+		       int *err)
+{
+	char tmp[PATH_MAX];
+	FILE *f = safe_sibling(path, tmp, sizeof(tmp));
+
+	if (!f) {
+		tb_debug("-o %s: no new file beside it (%s): rewritten in place",
+			 path, strerror(errno));
+		return 0;
+	}
+	*err = w->write(f, r);
+	if (*err) {
+		fclose(f);
+		unlink(tmp);
+	} else {
+		*err = safe_replace(f, tmp, path);
+	}
+	return 1;
+}
+
 static int write_to(FILE *out, const char *path, const struct writer *w,
-		    const struct resolved *r)
+		    const struct resolved *r, int streamed)
 {
 	int err;
 
-	if (out != stdout && safe_truncate(out)) {
-		tb_error("-o %s: %s", path, strerror(errno));
-		return TB_EXIT_RUNTIME;
+	if (!streamed || !write_whole(path, w, r, &err)) {
+		if (out != stdout && safe_truncate(out)) {
+			tb_error("-o %s: %s", path, strerror(errno));
+			return TB_EXIT_RUNTIME;
+		}
+		err = w->write(out, r);
 	}
-	err = w->write(out, r);
 	if (!err || err == -EPIPE)
 		return TB_EXIT_OK;
 	tb_error("writing the profile: %s (check the disk or the -o path)", strerror(-err));
@@ -207,14 +236,14 @@ static int write_to(FILE *out, const char *path, const struct writer *w,
 }
 
 /* The same profile into each further -o file, in its own format. */
-static int write_more(const struct options *o, const struct resolved *r)
+static int write_more(const struct options *o, const struct resolved *r, FILE *streamed)
 {
 	int i, ret;
 
 	for (i = 0; i < o->nmore; i++) {
 		const struct writer *w = o->more_writer[i];
 
-		ret = write_to(more_out[i], o->more_output[i], w, r);
+		ret = write_to(more_out[i], o->more_output[i], w, r, more_out[i] == streamed);
 		if (ret)
 			return ret;
 		tb_info("wrote %s%s%s%s", o->more_output[i], w->hint ? " (" : "",
@@ -224,14 +253,15 @@ static int write_more(const struct options *o, const struct resolved *r)
 }
 
 /* The profile to its file (not for top: the screen was its output). */
-static int write_profile(const struct session_view *v, FILE *out, const struct resolved *r)
+static int write_profile(const struct session_view *v, FILE *out, const struct resolved *r,
+			 FILE *streamed)
 {
 	int ret;
 
 	if (!out || v->stop == STOP_PIPE_CLOSED)
 		return TB_EXIT_OK;
-	ret = write_to(out, v->opt->output, v->opt->writer, r);
-	return ret ? ret : write_more(v->opt, r);
+	ret = write_to(out, v->opt->output, v->opt->writer, r, out == streamed);
+	return ret ? ret : write_more(v->opt, r, streamed);
 }
 
 static int open_more(const struct options *o)
@@ -291,7 +321,8 @@ static int finish(struct session *s, FILE *out, FILE *statsf, struct hooks *h)
 		return TB_EXIT_RUNTIME;
 	}
 	empty = out && !r.total && v.stop != STOP_PIPE_CLOSED;
-	ret = empty ? TB_EXIT_RUNTIME : write_profile(&v, out, &r);
+	ret = empty ? TB_EXIT_RUNTIME :
+	      write_profile(&v, out, &r, h ? rec_stream_file(&h->stream) : NULL);
 	if (!empty && v.opt->summary && (err = output_summary(stderr, &r)))
 		tb_warn("--summary: %s", strerror(-err));
 	if (h && h->pyro_on)

@@ -32,6 +32,11 @@ void rec_profile_meta(const struct session_view *v, struct resolved *r, char *ra
 void rec_stream_init(struct rec_stream *rs, FILE *out);
 /* From the session's tick: a segment if one is due. */
 void rec_stream_tick(struct rec_stream *rs, struct session *s);
+/* The file being streamed into (its final form replaces it whole), or NULL. */
+static inline FILE *rec_stream_file(const struct rec_stream *rs)
+{
+	return rs->out;
+}
 void rec_stream_free(struct rec_stream *rs);
 
 #endif

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -73,4 +74,44 @@ int safe_truncate(FILE *f)
 	if (ftruncate(fileno(f), 0) || fseek(f, 0, SEEK_SET))
 		return -errno;
 	return 0;
+}
+
+FILE *safe_sibling(const char *path, char *tmp, size_t tmplen)
+{
+	const char *base = strrchr(path, '/');
+	mode_t mask;
+	FILE *f;
+	int fd, n;
+
+	base = base ? base + 1 : path;
+	n = snprintf(tmp, tmplen, "%.*s.%s.XXXXXX", (int)(base - path), path, base);
+	if (n < 0 || (size_t)n >= tmplen) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	fd = mkostemp(tmp, O_CLOEXEC);	/* O_EXCL: never an existing file or link */
+	if (fd < 0)
+		return NULL;
+	mask = umask(0);
+	umask(mask);
+	fchmod(fd, 0644 & ~mask);
+	f = fdopen(fd, "w");
+	if (!f) {
+		unlink(tmp);
+		close(fd);
+	}
+	return f;
+}
+
+int safe_replace(FILE *f, const char *tmp, const char *path)
+{
+	int err = 0;
+
+	if (fclose(f))
+		err = -errno;
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	return err;
 }

@@ -16,5 +16,14 @@
 FILE *safe_open(const char *path, char *why, size_t whylen);
 /* Drop what the file held before: call right before writing. 0 or a negative errno (errno set too). */
 int safe_truncate(FILE *f);
+/*
+ * Replacing a file whole (a streamed recording's final form): a new file
+ * beside path, written, then renamed over it, so a kill at any moment leaves
+ * either the old content or the new, never a file cut in between. NULL with
+ * errno if the directory takes no new file; *tmp is the name to pass on.
+ */
+FILE *safe_sibling(const char *path, char *tmp, size_t tmplen);
+/* Close f (written under tmp) and rename it to path; 0 or a negative errno. */
+int safe_replace(FILE *f, const char *tmp, const char *path);
 
 #endif

@@ -85,9 +85,19 @@ def test_replay_byte_for_byte():
     for f in FORMATS:
         args += ["-o", live[f]]
     try:
-        res = run_profiler(w.pid, args, timeout=40).expect_ok()
+        prof = start_profiler(w.pid, args)
+        _wait_segments(tby, prof, 0.1)
+        streamed = os.stat(tby).st_ino
+        res = prof.finish(40).expect_ok()
     finally:
         w.stop()
+    # The final form is a new file renamed over the streamed one (a kill
+    # while it is written leaves the streamed file whole), and nothing is
+    # left beside it.
+    left = [n for n in os.listdir(os.path.dirname(tby)) if n.startswith(".live.tby.")]
+    check(os.stat(tby).st_ino != streamed and not left,
+          "the recording was rewritten in place (inode %d kept) or left %s beside it %s"
+          % (streamed, left, res.where()))
     replayed = {f: art_path("replayed." + f) for f in FORMATS}
     args = [tby]
     for f in FORMATS:
