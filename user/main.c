@@ -196,17 +196,20 @@ static FILE *more_out[CLI_MAX_OUTPUTS];
  * a kill during that write leaves the streamed file whole. 1 if done (err
  * set), 0 if the directory takes no new file (then written in place).
  */
-static int write_whole(const char *path, const struct writer *w, const struct resolved *r,
-		       int *err)
+static int write_whole(FILE *out, const char *path, const struct writer *w,
+		       const struct resolved *r, int *err)
 {
 	char tmp[PATH_MAX];
 	FILE *f = safe_sibling(path, tmp, sizeof(tmp));
+	struct stat st;
 
 	if (!f) {
 		tb_debug("-o %s: no new file beside it (%s): rewritten in place",
 			 path, strerror(errno));
 		return 0;
 	}
+	if (!fstat(fileno(out), &st))	/* the mode the file had */
+		fchmod(fileno(f), st.st_mode & 0755);
 	*err = w->write(f, r);
 	if (*err) {
 		fclose(f);
@@ -222,7 +225,7 @@ static int write_to(FILE *out, const char *path, const struct writer *w,
 {
 	int err;
 
-	if (!streamed || !write_whole(path, w, r, &err)) {
+	if (!streamed || !write_whole(out, path, w, r, &err)) {
 		if (out != stdout && safe_truncate(out)) {
 			tb_error("-o %s: %s", path, strerror(errno));
 			return TB_EXIT_RUNTIME;
