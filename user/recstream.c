@@ -58,6 +58,7 @@ void rec_stream_tick(struct rec_stream *rs, struct session *s)
 
 	if (!rs->out || t0 < rs->next)
 		return;
+	session_sync(s);	/* a killed run's ticks then cover its counts */
 	session_snapshot(s, &v);
 	rec_profile_meta(&v, &r, rate, sizeof(rate));
 	r.duration_s = wall_now() - v.st.start_unix;	/* so far */

@@ -612,6 +612,13 @@ void session_run(struct session *s)
 		child_end(s->child);
 }
 
+void session_sync(struct session *s)
+{
+	ingest_read_counts(s->in);
+	sampler_consume(&s->sampler);
+	ingest_flush(s->in, 0);
+}
+
 int session_resolve(struct session *s, struct resolved *r)
 {
 	return ingest_resolve(s->in, r);

@@ -106,6 +106,11 @@ int session_start(struct session *s);
 void session_run(struct session *s);
 /* The symbolized profile, with the options' extra frames: 0 or -ENOMEM. */
 int session_resolve(struct session *s, struct resolved *r);
+/*
+ * Mid-run: the kernel's counts read, then the records in the ring, so every
+ * sample counted has its tick in (a few later ones too), as at the end.
+ */
+void session_sync(struct session *s);
 /* The run's state now. */
 void session_snapshot(const struct session *s, struct session_view *v);
 /* The BPF counters now (a map read; the snapshot has those of the end). */

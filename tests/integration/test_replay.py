@@ -168,8 +168,11 @@ def test_replay_killed_run():
         g = json.load(f)
     names = {t["name"] for t in g["threads"]}
     in_gecko = sum(1 for t in g["threads"] for s in t["samples"]["data"] if s[0] is not None)
-    check({"producer", "hasher"} <= names and in_gecko == total,
-          "killed run: gecko threads %s, %d samples; collapsed %d" % (sorted(names), in_gecko,
-                                                                     total))
+    # The last segment read the counts, then the ring: a tick still waiting
+    # for its stack's record then is not in the file (seen: 2 of 1288, under
+    # load); more than a few, or any extra, is a product bug.
+    check({"producer", "hasher"} <= names and total - total // 100 <= in_gecko <= total,
+          "killed run: gecko threads %s, %d samples; collapsed %d (want within 1 %%, never more)"
+          % (sorted(names), in_gecko, total))
     with open(outs["trace.json"]) as f:
         json.load(f)

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 #include "rframe_fixture.h"
 #include "output/output.h"
+#include "output/tby.h"
 #include "output/emit.h"
 #include "outcheck.h"
 
@@ -704,6 +705,66 @@ static void test_timeline_writers(void **state)
 	assert_int_equal(resolved_check(&r), 0);
 }
 
+/*
+ * A streamed recording cut after two segments, where the second moved the
+ * first's samples to another row (the thread got its name): the ticks
+ * written with the first follow them, and the row left at 0 goes.
+ */
+static void test_tby_journal_moved_row(void **state)
+{
+	struct rsample rows1[] = { { .proc = 0, .tid = 1, .depth = 3, .count = 3, .frames = st0 } };
+	struct rsample rows2[] = { { .proc = 0, .tid = 1, .depth = 3, .count = 5, .frames = st0,
+				     .tname = "worker" } };
+	struct rthread th1[] = { { .proc = 0, .tid = 1 } };
+	struct rthread th2[] = { { .proc = 0, .tid = 1, .name = "worker" } };
+	struct rtick ticks[5];
+	struct resolved r = fixture();
+	struct tby_stream *st;
+	struct tby_file f;
+	char *buf = NULL, why[128];
+	size_t n = 0, i;
+	FILE *out = open_memstream(&buf, &n);
+
+	(void)state;
+	for (i = 0; i < 5; i++)
+		ticks[i] = (struct rtick){ .sample = 0, .tid = 1, .weight = 1,
+					   .t_ns = (i + 1) * 1000000, .end_ns = (i + 1) * 1000000 };
+	r.timeline = 1;
+	r.ticks = ticks;
+	r.nprocs = 1;
+	st = tby_stream_new(out);
+	assert_non_null(st);
+	r.samples = rows1, r.nsamples = 1, r.total = 3, r.nticks = 3, r.threads = th1, r.nthreads = 1;
+	assert_int_equal(tby_stream_append(st, &r), 0);
+	r.samples = rows2, r.total = 5, r.nticks = 5, r.threads = th2;
+	assert_int_equal(tby_stream_append(st, &r), 0);
+	tby_stream_free(st);
+	assert_int_equal(fclose(out), 0);
+	assert_int_equal(tby_read((const uint8_t *)buf, n, &f, why, sizeof(why)), 0);
+	assert_true(f.partial);
+	assert_int_equal(f.r.nsamples, 1);
+	assert_string_equal(f.r.samples[0].tname, "worker");
+	assert_int_equal(f.r.samples[0].count, 5);
+	assert_int_equal(f.r.nticks, 5);
+	for (i = 0; i < f.r.nticks; i++)
+		assert_int_equal(f.r.ticks[i].sample, 0);
+	tby_free(&f);
+	free(buf);
+	/* A tick of a sample taken after the counts were read: the row keeps its first 4. */
+	out = open_memstream(&buf, &n);
+	st = tby_stream_new(out);
+	rows2[0].count = 4;
+	r.total = 4;
+	assert_int_equal(tby_stream_append(st, &r), 0);
+	tby_stream_free(st);
+	assert_int_equal(fclose(out), 0);
+	assert_int_equal(tby_read((const uint8_t *)buf, n, &f, why, sizeof(why)), 0);
+	assert_int_equal(f.r.nticks, 4);
+	assert_int_equal(f.r.ticks[3].t_ns, 4000000);
+	tby_free(&f);
+	free(buf);
+}
+
 /* A reader that went away: EPIPE comes back, as main() expects. */
 static void test_epipe(void **state)
 {
@@ -862,6 +923,7 @@ int main(void)
 		cmocka_unit_test(test_summary_top),
 		cmocka_unit_test(test_writer_table_formats),
 		cmocka_unit_test(test_timeline_writers),
+		cmocka_unit_test(test_tby_journal_moved_row),
 		cmocka_unit_test(test_epipe),
 		cmocka_unit_test(test_empty_profile),
 		cmocka_unit_test(test_inconsistent_profile),

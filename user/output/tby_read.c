@@ -529,26 +529,118 @@ static int read_counts(struct reader *rd, struct cur *c)
 	return 0;
 }
 
+/* Rows of one thread with the same flags and frames sort together. */
+static int row_cmp(const void *a, const void *b, void *arg)
+{
+	const struct rsample *s = arg;
+	const struct rsample *x = &s[*(const uint32_t *)a], *y = &s[*(const uint32_t *)b];
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->flags != y->flags)
+		return x->flags < y->flags ? -1 : 1;
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	return memcmp(x->frames, y->frames, x->depth * sizeof(*x->frames));
+}
+
+/* The live row (in the sorted live[]) like row i, or UINT32_MAX. */
+static uint32_t row_like(const struct rsample *s, const uint32_t *live, size_t n, uint32_t i)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = row_cmp(&i, &live[mid], (void *)s);
+
+		if (!c)
+			return live[mid];
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return UINT32_MAX;
+}
+
+/*
+ * Where each row goes once the rows whose count went to 0 are dropped:
+ * a live row to its new place; a dropped one to the live row of the same
+ * thread, flags and frames if there is one (a thread renamed later: its
+ * earlier samples moved to the new name's rows, as in the live run's
+ * timeline), else nowhere (UINT32_MAX).
+ */
+static int journal_row_map(const struct resolved *r, uint32_t *map)
+{
+	uint32_t *live = malloc((r->nsamples + 1) * sizeof(*live));
+	size_t i, n = 0;
+
+	if (!live)
+		return -ENOMEM;
+	for (i = 0; i < r->nsamples; i++)
+		if (r->samples[i].count) {
+			map[i] = (uint32_t)n;
+			live[n++] = (uint32_t)i;
+		}
+	qsort_r(live, n, sizeof(*live), row_cmp, (void *)r->samples);
+	for (i = 0; i < r->nsamples; i++) {
+		uint32_t j;
+
+		if (r->samples[i].count)
+			continue;
+		j = row_like(r->samples, live, n, (uint32_t)i);
+		map[i] = j == UINT32_MAX ? UINT32_MAX : map[j];
+	}
+	free(live);
+	return 0;
+}
+
+/*
+ * A segment reads the kernel's counts, then the ring: each row has a tick
+ * for every sample counted and may have a few of samples taken after the
+ * counts were read. Those, a row's latest ticks past its count, go, so the
+ * timeline and the counts agree as at the end of a run (fewer ticks than
+ * counted stay: ticks the ring had no room for). seen: nsamples entries.
+ */
+static void trim_ticks(struct resolved *r, uint32_t *seen)
+{
+	size_t i, n = 0;
+
+	memset(seen, 0, r->nsamples * sizeof(*seen));
+	for (i = 0; i < r->nticks; i++) {
+		uint32_t row = r->ticks[i].sample;
+
+		if (seen[row]++ < r->samples[row].count)
+			r->ticks[n++] = r->ticks[i];
+	}
+	r->nticks = n;
+}
+
 /*
  * A journal read to its last complete segment: rows whose count went to
- * 0 (merged into others by a later snapshot) go, with any tick naming
- * them; the ticks, appended segment by segment, are put in time order.
+ * 0 (merged into others by a later snapshot) go, their ticks to the row
+ * they moved to (journal_row_map) or with them; the ticks, appended
+ * segment by segment, are put in time order.
  */
 static int finish_journal(struct tby_file *f)
 {
 	struct resolved *r = &f->r;
 	uint32_t *map = calloc(r->nsamples + 1, sizeof(*map));
 	size_t i, n = 0;
+	int err;
 
 	if (!map)
 		return -ENOMEM;
+	err = journal_row_map(r, map);
+	if (err) {
+		free(map);
+		return err;
+	}
 	for (i = 0; i < r->nsamples; i++) {
-		map[i] = (uint32_t)n;
 		if (r->samples[i].count) {
 			r->samples[n++] = r->samples[i];
 			continue;
 		}
-		map[i] = UINT32_MAX;
 		free(r->samples[i].frames);
 		free(r->samples[i].tname);
 	}
@@ -559,8 +651,9 @@ static int finish_journal(struct tby_file *f)
 			r->ticks[n++].sample = map[r->ticks[i].sample];
 		}
 	r->nticks = n;
-	free(map);
 	qsort(r->ticks, r->nticks, sizeof(*r->ticks), rtick_cmp);
+	trim_ticks(r, map);
+	free(map);
 	return 0;
 }
 
