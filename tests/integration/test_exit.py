@@ -3,6 +3,7 @@ import signal
 import time
 
 from common import (check, fail, fmt_stacks, start_profiler, start_workload, timeout, total)
+from test_all_python import wait_profiling
 
 GRACE = 3.0     # seconds the profiler may take to notice that its targets exited
 
@@ -10,7 +11,8 @@ GRACE = 3.0     # seconds the profiler may take to notice that its targets exite
 @timeout(60)
 def test_exit_mid_run(python):
     w = start_workload(python, "exiter.py", 2, 60)
-    prof = start_profiler(w.pid, ["-F", 499, "-d", 20], stats=True)
+    prof = start_profiler(w.pid, ["-F", 499, "-d", 20, "-v"], stats=True)
+    wait_profiling(prof)    # a loaded machine can take > 1 s to start
     time.sleep(1.0)
     if prof.proc.poll() is not None:
         fail("profiler exited early: %s" % prof.finish(1).where())
@@ -38,7 +40,8 @@ def test_exit_all_pids(python):
     """-p A,B keeps going when A exits and ends when B exits."""
     a = start_workload(python, "exiter.py", 0.5, 60)
     b = start_workload(python, "spinner.py", 60)
-    prof = start_profiler([a.pid, b.pid], ["-F", 199, "-d", 30])
+    prof = start_profiler([a.pid, b.pid], ["-F", 199, "-d", 30, "-v"])
+    wait_profiling(prof)
     time.sleep(1.5)
     a.signal(signal.SIGUSR1)
     a.wait(10)

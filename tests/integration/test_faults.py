@@ -22,6 +22,7 @@ from common import (REPO, WORKLOADS, Workload, art_path, check, check_stats_inva
                     fmt_stacks, max_sample_rate, parse_collapsed, primary_python,
                     run_profiler, spawn, start_profiler, start_workload, timeout, total)
 from common import old_python_too
+from test_all_python import wait_profiling
 
 CRASH_RE = re.compile(r"Segmentation|Aborted|core dumped|Traceback|AddressSanitizer|"
                       r"LeakSanitizer|runtime error|panic|double free|corrupted", re.I)
@@ -46,20 +47,6 @@ def _sound(res, what, roots=False):
 
 def _names(stacks):
     return set(f.name for s in stacks for f in s.frames)
-
-
-def _wait_sampling(prof, limit=30):
-    """Wait for -v's "profiling N process(es)" line: the perf events are on."""
-    path = prof.errf
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if prof.proc.poll() is not None:
-            fail("profiler exited while starting: %s" % prof.finish(1).where())
-        with open(path, "rb") as f:
-            if b"debug: profiling " in f.read():
-                return
-        time.sleep(0.05)
-    fail("profiler not sampling after %d s (no -v 'profiling' line)" % limit)
 
 
 def _strip_roots(data):
@@ -115,7 +102,7 @@ def test_exec_other_script():
     target = os.path.join(WORKLOADS, "exec_target.py")
     w = start_workload(python, "execer.py", python.path, target, 2.5)
     prof = start_profiler(w.pid, ["-F", 499, "-d", 30, "-v"], stats=True)
-    _wait_sampling(prof)
+    wait_profiling(prof)
     time.sleep(1.0)
     w.signal(signal.SIGUSR1)            # before_exec -> execv -> after_exec (2.5 s) -> exit
     w.wait(20)
@@ -142,7 +129,7 @@ def test_exec_non_python():
     python = primary_python()
     w = start_workload(python, "execer.py", "/bin/sleep", "30")
     prof = start_profiler(w.pid, ["-F", 499, "-d", 30, "-v"], stats=True)
-    _wait_sampling(prof)
+    wait_profiling(prof)
     time.sleep(1.0)
     w.signal(signal.SIGUSR1)
     t0 = time.monotonic()
@@ -179,7 +166,7 @@ def test_fork_subprocesses():
     python = primary_python()
     w = start_workload(python, "forker.py", 0, 60)
     prof = start_profiler(w.pid, ["-F", 499, "-d", 3, "-v"], stats=True)
-    _wait_sampling(prof)
+    wait_profiling(prof)
     w.signal(signal.SIGUSR1)
     res = prof.finish(30)
     _sound(res, "fork")
@@ -189,7 +176,7 @@ def test_fork_subprocesses():
 
     prof = start_profiler(w.pid, ["-F", 499, "-d", 4, "-v", "--subprocesses", "--pids"],
                           stats=True)
-    _wait_sampling(prof)
+    wait_profiling(prof)
     w.signal(signal.SIGUSR1)            # two more children, forked while profiled
     time.sleep(0.5)
     w.signal(signal.SIGUSR1)
@@ -227,7 +214,7 @@ def test_exit_with_busy_threads():
     python = primary_python()
     w = start_workload(python, "threads8.py", 60)
     prof = start_profiler(w.pid, ["-F", 999, "-d", 30, "-v"], stats=True)
-    _wait_sampling(prof)
+    wait_profiling(prof)
     time.sleep(1.5)
     w.signal(signal.SIGKILL)
     t0 = time.monotonic()
@@ -562,7 +549,7 @@ def _overflow_and_end(prof, limit, more, end_timeout):
     """Once sampling, stop the consumer (SIGSTOP) until the BPF side counts
     lost samples, `more` seconds beyond; let it go on for a second, then end
     the run (SIGINT). Its result, and the seconds since the stop."""
-    _wait_sampling(prof)
+    wait_profiling(prof)
     time.sleep(0.5)
     prof.signal(signal.SIGSTOP)
     t0 = time.monotonic()
@@ -631,7 +618,7 @@ def test_consumer_stopped_counts_in_kernel():
     python = primary_python()
     w = start_workload(python, "threads8.py", 60)
     prof = start_profiler(w.pid, ["-F", 4999, "-d", 60, "-v"], stats=True)
-    _wait_sampling(prof)
+    wait_profiling(prof)
     cpu0 = w.cpu_seconds()
     prof.signal(signal.SIGSTOP)
     time.sleep(5.0)
@@ -662,7 +649,7 @@ def test_consumer_stopped_counts_in_kernel():
 def _signal_under_load(python, sig):
     w = start_workload(python, "threads8.py", 60)
     prof = start_profiler(w.pid, ["-F", 4999, "-d", 60, "-v"], stats=True)
-    _wait_sampling(prof)
+    wait_profiling(prof)
     time.sleep(1.0)
     prof.signal(sig)
     t0 = time.monotonic()
@@ -695,7 +682,7 @@ def test_pipe_closed_mid_run():
         prof = start_profiler(w.pid, ["-F", 999, "-d", 30, "-v"], stats=True, stdout=wfd)
     finally:
         os.close(wfd)
-    _wait_sampling(prof)
+    wait_profiling(prof)
     time.sleep(1.0)
     os.close(r)                         # the reader is gone
     t0 = time.monotonic()
