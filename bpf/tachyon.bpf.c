@@ -7,7 +7,7 @@
  * with the offsets userspace put in `procs`, hash the frames into a stack
  * id and count the sample under it in `counts` (or, while userspace reads
  * that map, push a small sample record). The frames themselves travel once
- * per stack id (see `sent`), so the steady state costs one tstate read, one
+ * per stack id (see sent_slots), so the steady state costs one tstate read, one
  * read per page of frame stack, one read per distinct code object in a row
  * and one hash map increment.
  *
@@ -35,8 +35,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /*
  * Bumped by userspace whenever it forgets stacks (their process is gone, or
  * a compaction folded them): the per-CPU caches of sent ids start over. A
- * `sent` entry older than sent_floor counts as never sent, so userspace can
- * forget every stack at once by raising the floor.
+ * sent_slots entry written under an older sent_floor counts as never sent,
+ * so userspace can forget every stack at once by raising the floor.
  */
 volatile __u64 sent_epoch;
 volatile __u64 sent_floor;

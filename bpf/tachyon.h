@@ -310,8 +310,9 @@ struct tb_proc {
 };
 
 /*
- * Pushed the first time the BPF side sees a stack id (an LRU set remembers
- * which it has sent), always before the first sample that names it.
+ * Pushed the first time the BPF side sees a stack id (a direct-mapped set
+ * remembers which it has sent; a collision sends one again), always before
+ * the first sample that names it.
  * Variable length: only `depth` frames are sent.
  */
 struct tb_stack {

@@ -54,9 +54,29 @@ def build(work):
     return bins
 
 
-def read_probe():
-    """The lat_probe map summed over CPUs: (histogram, walks, user pages)."""
-    out = subprocess.run(["bpftool", "-j", "map", "dump", "name", "lat_probe"],
+def map_ids(pid):
+    """The ids of the BPF maps process pid holds (another helper's profiler
+    may have a lat_probe map too)."""
+    ids = set()
+    fdinfo = "/proc/%d/fdinfo" % pid
+    for fd in os.listdir(fdinfo):
+        try:
+            with open(os.path.join(fdinfo, fd)) as f:
+                for line in f:
+                    if line.startswith("map_id:"):
+                        ids.add(int(line.split()[1]))
+        except OSError:
+            pass
+    return ids
+
+
+def read_probe(pid):
+    """pid's lat_probe map summed over CPUs: (histogram, walks, user pages)."""
+    shown = subprocess.run(["bpftool", "-j", "map", "show"],
+                           capture_output=True, text=True, check=True).stdout
+    mine = [m["id"] for m in json.loads(shown)
+            if m.get("name") == "lat_probe" and m["id"] in map_ids(pid)]
+    out = subprocess.run(["bpftool", "-j", "map", "dump", "id", str(mine[0])],
                          capture_output=True, text=True, check=True).stdout
     hist, walks, pages = [0] * BUCKETS, 0, 0
     tail = [0] * BUCKETS
@@ -93,7 +113,7 @@ def measure(binary, pid, hz, seconds, extra=()):
             if "profiling" in line:
                 break
         time.sleep(seconds)
-        got = read_probe()
+        got = read_probe(p.pid)
     finally:
         p.terminate()
         p.communicate()
