@@ -16,6 +16,7 @@
 #define LAT_BUCKETS	128
 #define LAT_STEP_NS	500	/* bucket width: 0 to 64 us, the last one open */
 #define LAT_PAGES	128	/* distinct pages remembered per sample */
+#define LAT_TAIL_NS	100	/* tail[] bucket width: 0 to 12.8 us */
 
 struct lat_probe {
 	__u64 hist[LAT_BUCKETS];	/* full walks by run time */
@@ -26,6 +27,8 @@ struct lat_probe {
 	__u32 n;			/* pages in page[] for this sample */
 	__u32 pad;
 	__u64 page[LAT_PAGES];
+	__u64 t1;			/* this sample's tail started (lat_mark) */
+	__u64 tail[LAT_BUCKETS];	/* full walks by the time from lat_mark */
 };
 
 struct {
@@ -49,7 +52,17 @@ static __always_inline void lat_begin(void)
 	if (!p)
 		return;
 	p->n = 0;
+	p->t1 = 0;
 	p->t0 = bpf_ktime_get_ns();
+}
+
+/* The sample's tail starts: sample_done's new-stack and count steps. */
+static __always_inline void lat_mark(void)
+{
+	struct lat_probe *p = lat_get();
+
+	if (p)
+		p->t1 = bpf_ktime_get_ns();
 }
 
 /* Remember the page of addr if this sample has not touched it yet. */
@@ -92,21 +105,28 @@ static __always_inline void lat_read(__u64 addr, __u64 size)
 static __always_inline void lat_end(int ok)
 {
 	struct lat_probe *p = lat_get();
-	__u64 b;
+	__u64 b, now;
 
 	if (!p || !ok)
 		return;
-	b = (bpf_ktime_get_ns() - p->t0) / LAT_STEP_NS;
+	now = bpf_ktime_get_ns();
+	b = (now - p->t0) / LAT_STEP_NS;
 	if (b >= LAT_BUCKETS)
 		b = LAT_BUCKETS - 1;
 	asm volatile("" : "+r"(b));
 	p->hist[b & (LAT_BUCKETS - 1)]++;
+	b = p->t1 ? (now - p->t1) / LAT_TAIL_NS : LAT_BUCKETS - 1;
+	if (b >= LAT_BUCKETS)
+		b = LAT_BUCKETS - 1;
+	asm volatile("" : "+r"(b));
+	p->tail[b & (LAT_BUCKETS - 1)]++;
 	p->walks++;
 	p->upages += p->n;
 }
 
 #else
 static __always_inline void lat_begin(void) {}
+static __always_inline void lat_mark(void) {}
 static __always_inline void lat_read(__u64 addr, __u64 size) {}
 static __always_inline void lat_end(int ok) {}
 #endif

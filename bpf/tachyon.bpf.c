@@ -7,7 +7,7 @@
  * with the offsets userspace put in `procs`, hash the frames into a stack
  * id and count the sample under it in `counts` (or, while userspace reads
  * that map, push a small sample record). The frames themselves travel once
- * per stack id (see `sent`), so the steady state costs one tstate read, one
+ * per stack id (see sent_slots), so the steady state costs one tstate read, one
  * read per page of frame stack, one read per distinct code object in a row
  * and one hash map increment.
  *
@@ -35,8 +35,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /*
  * Bumped by userspace whenever it forgets stacks (their process is gone, or
  * a compaction folded them): the per-CPU caches of sent ids start over. A
- * `sent` entry older than sent_floor counts as never sent, so userspace can
- * forget every stack at once by raising the floor.
+ * sent_slots entry written under an older sent_floor counts as never sent,
+ * so userspace can forget every stack at once by raising the floor.
  */
 volatile __u64 sent_epoch;
 volatile __u64 sent_floor;
@@ -80,13 +80,26 @@ struct {
 	__type(value, __u64);
 } tstates SEC(".maps");
 
-/* Stack ids whose frames were already pushed to userspace -> sent_epoch then. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u64);
-	__type(value, __u64);
-} sent SEC(".maps");
+/*
+ * Stack ids whose frames were already pushed to userspace, direct-mapped:
+ * slot id % TB_SENT_SLOTS holds sent_tag() of the last stack sent there. A
+ * collision only sends a stack again (userspace keeps the first). Not an
+ * LRU hash: its update takes a lock and moves list nodes, and on a real
+ * application most samples are a new stack (measured in doc/performance.md).
+ * Global data, not an array map: no key on sample_done's stack, no helper
+ * call, and userspace empties a slot through the mapped page.
+ */
+volatile __u64 sent_slots[TB_SENT_SLOTS];
+
+/*
+ * The id mixed with the floor of when it was sent: one 8-byte word, so a
+ * slot is never seen half written, and raising sent_floor turns every
+ * older entry into "never sent" at once.
+ */
+static __always_inline __u64 sent_tag(__u64 id, __u64 floor)
+{
+	return id ^ ((floor + 1) * 0x9e3779b97f4a7c15ULL);
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -1033,18 +1046,18 @@ static __always_inline __u64 stack_wake(struct scratch *s)
 }
 
 /* Push the frames of a stack id the consumer may not have yet. */
-static __always_inline int push_stack(struct scratch *s, __u32 pid, __u64 id, __u32 depth,
+static __noinline int push_stack(struct scratch *s, __u32 pid, __u64 id, __u32 depth,
 				      __u64 exc)
 {
 	__u64 size = TB_STACK_HDR_SIZE + (__u64)depth * sizeof(struct tb_frame) +
 		     (s->stack.ustack > 0 ? (__u64)s->stack.ustack * sizeof(__u64) : 0);
 	struct recent *seen = &s->recent[id & (RECENT - 1)];
-	__u64 epoch = sent_epoch, *when;
+	__u64 epoch = sent_epoch, tag = sent_tag(id, sent_floor), *when;
 
 	if (seen->id == id && seen->epoch == epoch)
 		return 0;
-	when = bpf_map_lookup_elem(&sent, &id);
-	if (when && *when >= sent_floor) {
+	when = (__u64 *)&sent_slots[id & (TB_SENT_SLOTS - 1)];
+	if (*when == tag) {
 		seen->id = id;
 		seen->epoch = epoch;
 		return 0;
@@ -1063,7 +1076,7 @@ static __always_inline int push_stack(struct scratch *s, __u32 pid, __u64 id, __
 	 * process living 0.4 s kept 1-2 stacks of <unknown> frames). */
 	if (bpf_ringbuf_output(&events, &s->stack, size, stack_wake(s)))
 		return -1;
-	bpf_map_update_elem(&sent, &id, &epoch, BPF_ANY);
+	*when = tag;
 	seen->id = id;
 	seen->epoch = epoch;
 	return 1;
@@ -1291,6 +1304,7 @@ static __noinline void sample_done(void *ctx, struct walk_ctx *c, __u64 pid_tid,
 		goto out;
 	}
 	native_stack(ctx, c);
+	lat_mark();
 	ret = push_stack(c->s, pid, c->ch.hash, c->ch.depth, exc);
 	if (ret < 0) {
 		count(c->cnt, TB_C_LOST);

@@ -32,6 +32,9 @@
 #define TB_STACK_WAKE_MS	20
 /* Processes profiled at once. */
 #define TB_MAX_PROCS		8192
+/* Slots of the direct-mapped `sent` array (a power of two: userspace
+ * empties slot stack_id & (TB_SENT_SLOTS - 1) when it forgets a stack). */
+#define TB_SENT_SLOTS		65536
 /* "No such field" in struct tb_walk. */
 #define TB_NO_OFFSET		0xffff
 /* _status.active: bit 4 after initialized, bound, unbound, bound_gilstate
@@ -307,8 +310,9 @@ struct tb_proc {
 };
 
 /*
- * Pushed the first time the BPF side sees a stack id (an LRU set remembers
- * which it has sent), always before the first sample that names it.
+ * Pushed the first time the BPF side sees a stack id (a direct-mapped set
+ * remembers which it has sent; a collision sends one again), always before
+ * the first sample that names it.
  * Variable length: only `depth` frames are sent.
  */
 struct tb_stack {
@@ -466,6 +470,7 @@ enum tb_counter {
 #define TB_ABI_OFF(type, field, off) \
 	_Static_assert(__builtin_offsetof(type, field) == (off), #type "." #field " is ABI")
 
+_Static_assert((TB_SENT_SLOTS & (TB_SENT_SLOTS - 1)) == 0, "TB_SENT_SLOTS: a power of two");
 TB_ABI_SIZE(struct tb_offsets, 88);
 TB_ABI_OFF(struct tb_offsets, fr_tlbc, 74);
 TB_ABI_OFF(struct tb_offsets, co_tlbc, 76);

@@ -13,6 +13,12 @@ walk: its times are not used).
 
   sudo python3 scripts/latprobe.py [--python PY] [--rounds N] [--hz HZ]
                                    [--depth D] [--mib M] [--only a,b]
+  sudo python3 scripts/latprobe.py --compare A,B [--rounds N] [--hz HZ]
+
+--compare takes tachyon-bpf binaries built with BPF_EXTRA=-DTB_LAT_PROBE
+(say from two commits) and runs them in turn, A B A B ..., against one
+running Django site: only such interleaved ratios mean anything on a loaded
+host.
 """
 import argparse
 import json
@@ -30,7 +36,7 @@ sys.path.insert(0, HERE)
 import bench  # noqa: E402
 
 REPO = os.path.dirname(HERE)
-BUCKETS, STEP_NS = 128, 500     # as bpf/latprobe.bpf.h
+BUCKETS, STEP_NS, TAIL_NS, PAGES = 128, 500, 100, 128     # as bpf/latprobe.bpf.h
 
 
 def build(work):
@@ -48,28 +54,52 @@ def build(work):
     return bins
 
 
-def read_probe():
-    """The lat_probe map summed over CPUs: (histogram, walks, user pages)."""
-    out = subprocess.run(["bpftool", "-j", "map", "dump", "name", "lat_probe"],
+def map_ids(pid):
+    """The ids of the BPF maps process pid holds (another helper's profiler
+    may have a lat_probe map too)."""
+    ids = set()
+    fdinfo = "/proc/%d/fdinfo" % pid
+    for fd in os.listdir(fdinfo):
+        try:
+            with open(os.path.join(fdinfo, fd)) as f:
+                for line in f:
+                    if line.startswith("map_id:"):
+                        ids.add(int(line.split()[1]))
+        except OSError:
+            pass
+    return ids
+
+
+def read_probe(pid):
+    """pid's lat_probe map summed over CPUs: (histogram, walks, user pages)."""
+    shown = subprocess.run(["bpftool", "-j", "map", "show"],
+                           capture_output=True, text=True, check=True).stdout
+    mine = [m["id"] for m in json.loads(shown)
+            if m.get("name") == "lat_probe" and m["id"] in map_ids(pid)]
+    out = subprocess.run(["bpftool", "-j", "map", "dump", "id", str(mine[0])],
                          capture_output=True, text=True, check=True).stdout
     hist, walks, pages = [0] * BUCKETS, 0, 0
+    tail = [0] * BUCKETS
+    at = BUCKETS + 5 + PAGES + 1            # struct lat_probe's tail[]
     for entry in json.loads(out):
         for v in entry["values"]:
             raw = bytes(int(b, 16) for b in v["value"])
-            words = struct.unpack_from("<%dQ" % (BUCKETS + 2), raw)
+            words = struct.unpack_from("<%dQ" % (at + BUCKETS), raw)
             for i in range(BUCKETS):
                 hist[i] += words[i]
+                tail[i] += words[at + i]
             walks += words[BUCKETS]
             pages += words[BUCKETS + 1]
+    read_probe.tail = tail
     return hist, walks, pages
 
 
-def quantile(hist, q):
+def quantile(hist, q, step=STEP_NS):
     total, acc = sum(hist), 0
     for i, n in enumerate(hist):
         acc += n
         if total and acc >= q * total:
-            return (i + 0.5) * STEP_NS
+            return (i + 0.5) * step
     return float("nan")
 
 
@@ -83,7 +113,7 @@ def measure(binary, pid, hz, seconds, extra=()):
             if "profiling" in line:
                 break
         time.sleep(seconds)
-        got = read_probe()
+        got = read_probe(p.pid)
     finally:
         p.terminate()
         p.communicate()
@@ -108,6 +138,36 @@ def app(py, binary, hz, seconds):
         bench.stop(cl + [master])
 
 
+def compare(py, binaries, rounds, hz, seconds):
+    """Each binary's per-sample medians against one running site."""
+    master, url = bench.app_server(py, bench.app_env(py))
+    cl = [subprocess.Popen([sys.executable, "-c", bench.CLIENT, url]) for _ in range(2)]
+    meds = {b: [] for b in binaries}
+    tails = {b: [] for b in binaries}
+    try:
+        time.sleep(1.0)
+        for r in range(rounds):
+            for b in binaries:
+                hist, walks, _ = measure(b, master.pid, hz, seconds, ("-s",))
+                meds[b].append(quantile(hist, 0.5))
+                tail = read_probe.tail
+                tails[b].append(quantile(tail, 0.5, TAIL_NS))
+                print("round %d %-28s walks %5d  median %6.0f ns (quartiles %6.0f-%6.0f)"
+                      "  tail %5.0f ns (%5.0f-%5.0f)"
+                      % (r, b, walks, meds[b][-1], quantile(hist, 0.25),
+                         quantile(hist, 0.75), tails[b][-1], quantile(tail, 0.25, TAIL_NS),
+                         quantile(tail, 0.75, TAIL_NS)), flush=True)
+    finally:
+        bench.stop(cl + [master])
+    base = statistics.median(meds[binaries[0]])
+    tbase = statistics.median(tails[binaries[0]])
+    print("\n%s, -F %d, Django site, medians of %d rounds (tail: sample_done's"
+          " new-stack and count steps)" % (py, hz, rounds))
+    for b in binaries:
+        m, t = statistics.median(meds[b]), statistics.median(tails[b])
+        print("%-28s %8.0f ns  %.2fx   tail %6.0f ns  %.2fx" % (b, m, m / base, t, t / tbase))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--python", default="/usr/bin/python3.11")
@@ -118,9 +178,13 @@ def main():
     ap.add_argument("--seconds", type=float, default=3)
     ap.add_argument("--only", default="hot,evict,scatter,django")
     ap.add_argument("--bin", help="a directory with tachyon-bpf-probe and -pages already built")
+    ap.add_argument("--compare", help="comma-separated -DTB_LAT_PROBE binaries, alternated")
     a = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("tachyon-bpf: latprobe: needs root (run: sudo python3 %s)" % sys.argv[0])
+    if a.compare:
+        compare(a.python, a.compare.split(","), a.rounds, a.hz, a.seconds)
+        return
     work = tempfile.mkdtemp(prefix="tb-latprobe-")
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(bench.WORKLOAD)

@@ -768,8 +768,11 @@ void sampler_forget_stacks(struct sampler *s, const uint64_t *ids, size_t n)
 
 	if (!n)
 		return;
+	/* Empties whichever stack holds the slot now: at worst another one is
+	 * sent again. */
 	for (i = 0; i < n; i++)
-		bpf_map__delete_elem(s->skel->maps.sent, &ids[i], sizeof(ids[i]), 0);
+		__atomic_store_n(&s->skel->bss->sent_slots[ids[i] & (TB_SENT_SLOTS - 1)], 0,
+				 __ATOMIC_RELAXED);
 	/* Invalidate every CPU's cache of sent ids at once. */
 	__atomic_add_fetch(&s->skel->bss->sent_epoch, 1, __ATOMIC_SEQ_CST);
 }
