@@ -207,7 +207,7 @@ __noinline int uw_fill(void)
 		row = uw_row(st, m, tb_uw_lookup_pc(&st->f, m->bias));
 	if (row)
 		e->row = *row;
-	else if (p && !m && p->complete)
+	else if (p && !m && p->complete && !(st->f.rip >> 63))	/* not [vsyscall] */
 		uw_unknown(st, e);
 	else
 		e->row.kind = TB_CFI_GAP;

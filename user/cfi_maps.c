@@ -278,6 +278,16 @@ static struct described *described_of(struct cfi_maps *cm, pid_t pid)
 	return NULL;
 }
 
+/*
+ * An executable mapping the BPF side can search for: [vsyscall] lies above
+ * 2^63, where uw_map()'s branchless comparison does not hold (a pc there
+ * is never taken for new code).
+ */
+static int is_code(const struct proc_map *m)
+{
+	return m->perms[2] == 'x' && !(m->start >> 63);
+}
+
 /* The executable mappings of an open /proc/PID/maps: their count and a hash (never 1). */
 static uint64_t exec_fingerprint(FILE *f, size_t *count)
 {
@@ -289,7 +299,7 @@ static uint64_t exec_fingerprint(FILE *f, size_t *count)
 	while (fgets(line, sizeof(line), f)) {
 		struct proc_map m;
 
-		if (proc_parse_maps_line(line, &m) || m.perms[2] != 'x')
+		if (proc_parse_maps_line(line, &m) || !is_code(&m))
 			continue;
 		(*count)++;
 		for (i = 0; line[i]; i++)
@@ -341,7 +351,7 @@ static void scan(struct cfi_maps *cm, pid_t pid, FILE *f, int all)
 	cm->desc.complete = all;
 	cm->nheld = 0;
 	while (getline(&line, &len, f) > 0)
-		if (!proc_parse_maps_line(line, &m) && m.perms[2] == 'x')
+		if (!proc_parse_maps_line(line, &m) && is_code(&m))
 			describe(cm, pid, &m, all);
 	free(line);
 	if (!all && cm->desc.n == TB_CFI_MAPS && !cm->said_maps++)

@@ -912,6 +912,12 @@ void sampler_native_rescan(struct sampler *s)
 		cfi_maps_rescan(s->cfi);
 }
 
+void sampler_native_forget(struct sampler *s, pid_t pid)
+{
+	if (s->cfi)
+		cfi_maps_del(s->cfi, pid);
+}
+
 int sampler_native_stats(struct sampler *s, struct cfi_maps_stats *out)
 {
 	if (!s->cfi)

@@ -147,6 +147,7 @@ static void end_target(struct session *s, struct target *t)
 	if (t->pidfd >= 0)
 		epoll_ctl(s->epfd, EPOLL_CTL_DEL, t->pidfd, NULL);
 	targets_ended(s->ts, t);
+	sampler_native_forget(&s->sampler, t->pid);	/* its unwind tables' holds */
 	/* Samples still waiting for their stack would need it. */
 	ingest_flush(s->in, 0);
 	if (!ingest_pending_for(s->in, t->id))

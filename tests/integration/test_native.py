@@ -421,7 +421,7 @@ def test_native_tables_dlopen_after_start():
     os.makedirs(work)
     stacks, ut, where = _late("dlopen", "dlopen", [work, str(rounds)])
     n, exact = _c_right_above(stacks, "fresh", where)
-    check(n >= 8 * rounds, "only %d samples in fresh() %s" % (n, where))
+    check(n >= 4 * rounds, "only %d samples in fresh() %s" % (n, where))
     # Measured on a loaded 2-CPU machine: 70-93 % (the base: 11-38 %); what
     # is left is the profiler's own wake-up after the mmap, marked.
     check(exact >= 0.6 * n, "spin right above fresh in %d of %d samples of its first 100 ms "

@@ -7,9 +7,9 @@ usage: native_late.py dlopen EXT_DIR WORK_DIR ROUNDS
 dlopen: ROUNDS times, a fresh copy of EXT_DIR/tbnative.abi3.so (a new
 mapping each time) is loaded and fresh() spins in its C function spin for
 its first 100 ms at once; rounds are 0.13 s apart.
-churn: one child process after the other, each importing its MODULE (a C
-extension of the standard library: a table of its own) and then spinning
-in tbnative.spin for 0.15 s in child_work().
+churn: 0.1 s of Python, then one child process after the other, each
+importing its MODULE (a C extension of the standard library: a table of
+its own) and then spinning in tbnative.spin for 0.15 s in child_work().
 Prints DONE at the end.
 """
 import importlib.util
@@ -50,6 +50,9 @@ def dlopen_rounds(ext_dir, work_dir, rounds):
 
 
 def churn(ext_dir, modules):
+    end = time.perf_counter() + 0.1     # samples even without children
+    while time.perf_counter() < end:
+        pass
     for m in modules:
         subprocess.run([sys.executable, __file__, "child", ext_dir, m], check=True)
 
