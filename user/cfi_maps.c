@@ -51,6 +51,8 @@ struct cfi_maps {
 	int said_maps;		/* TB_CFI_MAPS exceeded, said once */
 	int said_unfit;		/* a table refused, said once */
 	uint64_t last_rescan;	/* CLOCK_MONOTONIC ns */
+	pid_t changed[64];	/* described again since cfi_maps_changed() */
+	size_t nchanged;
 	/* The scan under way: the description, and the tables it holds. */
 	struct tb_cfi_proc desc;
 	const struct cfi_table **held;
@@ -433,8 +435,20 @@ static void rescan_one(struct cfi_maps *cm, struct described *d)
 	uint64_t fp = pid_fingerprint(d->pid);
 
 	d->pending = 0;
-	if (fp != d->fingerprint && fp != 1)
-		cfi_maps_add(cm, d->pid);
+	if (fp == d->fingerprint || fp == 1)
+		return;
+	cfi_maps_add(cm, d->pid);
+	if (cm->nchanged < sizeof(cm->changed) / sizeof(cm->changed[0]))
+		cm->changed[cm->nchanged++] = d->pid;
+}
+
+size_t cfi_maps_changed(struct cfi_maps *cm, pid_t *out, size_t max)
+{
+	size_t n = cm->nchanged < max ? cm->nchanged : max;
+
+	memcpy(out, cm->changed, n * sizeof(*out));
+	cm->nchanged = 0;
+	return n;
 }
 
 void cfi_maps_rescan(struct cfi_maps *cm)

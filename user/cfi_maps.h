@@ -50,6 +50,8 @@ void cfi_maps_notify(struct cfi_maps *cm, pid_t pid);
  * 100 ms. Called after each read of the ring buffers.
  */
 void cfi_maps_rescan(struct cfi_maps *cm);
+/* The pids described again by rescans since the last call (up to max; the rest dropped). */
+size_t cfi_maps_changed(struct cfi_maps *cm, pid_t *out, size_t max);
 void cfi_maps_stats(struct cfi_maps *cm, struct cfi_maps_stats *out);
 
 #endif

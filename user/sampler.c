@@ -912,6 +912,11 @@ void sampler_native_rescan(struct sampler *s)
 		cfi_maps_rescan(s->cfi);
 }
 
+size_t sampler_native_changed(struct sampler *s, pid_t *out, size_t max)
+{
+	return s->cfi ? cfi_maps_changed(s->cfi, out, max) : 0;
+}
+
 void sampler_native_forget(struct sampler *s, pid_t pid)
 {
 	if (s->cfi)

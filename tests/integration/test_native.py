@@ -422,9 +422,10 @@ def test_native_tables_dlopen_after_start():
     stacks, ut, where = _late("dlopen", "dlopen", [work, str(rounds)])
     n, exact = _c_right_above(stacks, "fresh", where)
     check(n >= 4 * rounds, "only %d samples in fresh() %s" % (n, where))
-    # Measured on a loaded 2-CPU machine: 70-93 % (the base: 11-38 %); what
-    # is left is the profiler's own wake-up after the mmap, marked.
-    check(exact >= 0.6 * n, "spin right above fresh in %d of %d samples of its first 100 ms "
+    # Measured on the 2-CPU machine at a load average of 15: 84-98 % (the
+    # base: 11-38 %); what is left is the profiler's own wake-up after the
+    # mmap, marked.
+    check(exact >= 0.7 * n, "spin right above fresh in %d of %d samples of its first 100 ms "
           "(the rest %s) %s" % (exact, n, UNMATCHED, where))
     check(ut["notified"] >= rounds, "%d new-code reports for %d loads %s"
           % (ut["notified"], rounds, where))
