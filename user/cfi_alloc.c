@@ -185,10 +185,22 @@ int cfi_store_get(struct cfi_store *s, const void *key, uint32_t nrows, struct c
 	struct cfi_held *h = find(s, key);
 	int64_t first;
 
-	if (h) {
+	if (h && h->n) {
 		h->refs++;
 		*out = *h;
 		return 0;
+	}
+	if (h) {	/* refused before: room again? (counted refused once) */
+		first = nrows ? place(s, nrows) : -ENOSPC;
+		h = find(s, key);	/* freeing moves entries */
+		h->refs++;
+		if (first >= 0) {
+			h->first = (uint32_t)first;
+			h->n = nrows;
+			s->st.loaded++;
+		}
+		*out = *h;
+		return h->n ? 1 : 0;
 	}
 	if (grow((void **)&s->tabs, &s->captabs, s->ntabs, sizeof(*s->tabs)))
 		return -ENOMEM;
@@ -213,8 +225,6 @@ void cfi_store_put(struct cfi_store *s, const void *key)
 	if (!h || !h->refs || --h->refs)
 		return;
 	h->released = ++s->clock;
-	if (!h->n)
-		forget(s, h);	/* refused: the next process may find room */
 }
 
 void cfi_store_drop(struct cfi_store *s, const void *key)

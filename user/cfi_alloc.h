@@ -54,7 +54,7 @@ struct cfi_store_stats {
 	uint64_t loaded;	/* tables given rows, over the run */
 	uint64_t freed;		/* tables whose rows were freed for others */
 	uint64_t rows_freed;
-	uint64_t refused;	/* tables that did not fit even after freeing */
+	uint64_t refused;	/* tables that did not fit even after freeing (once each) */
 	uint64_t leaked;	/* rows lost to a failed free (out of memory) */
 };
 
@@ -80,7 +80,10 @@ void cfi_store_release(struct cfi_store *s);
  * Freeing for room may overwrite tables nobody holds (each told to forget).
  */
 int cfi_store_get(struct cfi_store *s, const void *key, uint32_t nrows, struct cfi_held *out);
-/* One hold fewer (a refused table is forgotten at its last). */
+/*
+ * One hold fewer. A refused table stays known (counted refused once), its
+ * next hold tries for room again.
+ */
 void cfi_store_put(struct cfi_store *s, const void *key);
 /*
  * A new place that the caller could not fill after all (its rows failed to
