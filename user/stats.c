@@ -186,7 +186,7 @@ void stats_print(const struct session_view *s, uint64_t written)
 			st->in.native_dropped);
 	if (st->cfi_on)
 		tb_info("--native unwind tables: %" PRIu64 " files, %" PRIu64 " of %" PRIu64
-			" rows in use (%.1f MiB) and %" PRIu64 " of files no process maps; %" PRIu64
+			" rows in use (%.1f MiB), %" PRIu64 " rows of files no process maps; %" PRIu64
 			" loaded in all, %" PRIu64 " freed (%" PRIu64 " rows), %" PRIu64
 			" refused; %" PRIu64 " processes, %" PRIu64 " rescans, %" PRIu64
 			" new-code reports; BPF: %" PRIu64 " stacks, %" PRIu64 " frames by rows, %" PRIu64

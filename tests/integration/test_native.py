@@ -449,6 +449,8 @@ def test_native_tables_churn_frees_rows():
     check(loaded > cap and ut["freed"] >= 1 and ut["unfit"] == 0,
           "%d rows loaded in all for a %d-row map, %d tables freed, %d refused %s"
           % (loaded, cap, ut["freed"], ut["unfit"], where))
+    # Each child dlopens the extension right before spinning: its first
+    # milliseconds there may be marked (test_native_tables_dlopen_after_start).
     n, exact = _c_right_above(stacks, "child_work", where)
-    check(n >= 50 and exact >= 0.8 * n, "spin right above child_work in %d of %d samples %s"
+    check(n >= 50 and exact >= 0.7 * n, "spin right above child_work in %d of %d samples %s"
           % (exact, n, where))
