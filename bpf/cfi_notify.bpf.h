@@ -3,8 +3,8 @@
  * --native's unwind tables, kept up with new code: "process P has new
  * executable code" to userspace (user/cfi_maps.c), which reads P's
  * mappings again at once and loads the new file's rows, instead of at its
- * next periodic rescan (up to 100 ms later; a module dlopened meanwhile
- * would be walked by frame pointers it may not have).
+ * periodic rescan (every second; before these reports, every 100 ms: a
+ * module dlopened meanwhile was walked by frame pointers it may not have).
  *
  * Two senders, one pid per record in `cfi_new`:
  * - on_mmap_exec, at the return of the mmap system call: a profiled process

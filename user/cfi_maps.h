@@ -47,7 +47,7 @@ void cfi_maps_notify(struct cfi_maps *cm, pid_t pid);
 /*
  * Every process again whose executable mappings changed since (a dlopen'd
  * extension module, an exec): the notified ones at once, all of them every
- * 100 ms. Called after each read of the ring buffers.
+ * second. Called after each read of the ring buffers.
  */
 void cfi_maps_rescan(struct cfi_maps *cm);
 /* The pids described again by rescans since the last call (up to max; the rest dropped). */
