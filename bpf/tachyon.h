@@ -577,6 +577,9 @@ TB_ABI_OFF(struct tb_cfi_row, arg, 11);
  * process its executable mappings in `cfi_procs` (key: pid), sorted by
  * start: where pc - bias is an ELF vaddr of the file whose rows are
  * [first, first + nrows). nrows 0: no table (frame-pointer steps there).
+ * complete: every executable mapping of the process is listed (those
+ * without rows too), so a pc in none of them is code mapped since: the
+ * walk stops there (marked unmatched) and userspace is told (cfi_new).
  */
 #define TB_CFI_ROWS		(1u << 20)	/* 12 MiB of rows */
 #define TB_CFI_MAPS		128		/* mappings with tables per process */
@@ -592,7 +595,7 @@ struct tb_cfi_map {
 
 struct tb_cfi_proc {
 	__u32 n;
-	__u32 pad;
+	__u32 complete;
 	struct tb_cfi_map maps[TB_CFI_MAPS];
 };
 
@@ -602,6 +605,7 @@ enum tb_uw_counter {
 	TB_UW_C_ROWS,		/* frames stepped by a row */
 	TB_UW_C_FP,		/* frames stepped by the frame pointer (no row) */
 	TB_UW_C_ENDS,		/* walks that reached the outermost frame */
+	TB_UW_C_UNKNOWN,	/* walks stopped at a pc in no known mapping */
 	TB_UW_NR,
 };
 

@@ -19,6 +19,8 @@
 
 const volatile __u8 native_cfi = 0;	/* --native: walk the unwind tables */
 
+#include "cfi_notify.bpf.h"
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);		/* TB_CFI_ROWS with tables */
@@ -168,6 +170,23 @@ struct {
 	__type(value, struct uw_memo[UW_MEMO]);
 } uw_memo SEC(".maps");
 
+/*
+ * The pc is in none of the mappings of a process whose mappings are all
+ * listed: new code, not described yet. The memo entry stops the walk there
+ * (a kind no step follows) until userspace, told now, changes the process's
+ * mappings (uw_gen).
+ */
+static __always_inline void uw_unknown(struct uw_state *st, struct uw_memo *e)
+{
+	__u32 zero = 0;
+	__u64 *cnt = bpf_map_lookup_elem(&uw_stats, &zero);
+
+	e->row.kind = TB_CFI_UNSUPPORTED;
+	if (cnt)
+		cnt[TB_UW_C_UNKNOWN]++;
+	cfi_notify(&st->pid);
+}
+
 /* The searches for uw_state's frame, their row kept in its memo entry. */
 __noinline int uw_fill(void)
 {
@@ -188,6 +207,8 @@ __noinline int uw_fill(void)
 		row = uw_row(st, m, tb_uw_lookup_pc(&st->f, m->bias));
 	if (row)
 		e->row = *row;
+	else if (p && !m && p->complete && !(st->f.rip >> 63))	/* not [vsyscall] */
+		uw_unknown(st, e);
 	else
 		e->row.kind = TB_CFI_GAP;
 	e->key = st->mkey;

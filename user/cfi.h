@@ -85,6 +85,8 @@ int cfi_from_mem(const void *buf, size_t len, struct cfi_table *t);
 const struct cfi_table *cfi_cache_get(const char *path);
 /* Tables and bytes held now, for the closing statistics. */
 void cfi_cache_stats(size_t *tables, size_t *bytes);
+/* Frees one table of the cache (its owner is done with it; the next get parses again). */
+void cfi_cache_drop(const struct cfi_table *t);
 void cfi_cache_clear(void);
 
 /* ---- The reference unwinder ------------------------------------------------ */

@@ -359,6 +359,21 @@ void cfi_cache_stats(size_t *tables, size_t *bytes)
 	*bytes = cache_bytes;
 }
 
+void cfi_cache_drop(const struct cfi_table *t)
+{
+	struct cached **p, *c;
+
+	for (p = &cache; (c = *p); p = &c->next) {
+		if (&c->table != t)
+			continue;
+		*p = c->next;
+		cache_bytes -= cfi_bytes(&c->table);
+		cfi_free(&c->table);
+		free(c);
+		return;
+	}
+}
+
 void cfi_cache_clear(void)
 {
 	struct cached *c;

@@ -2,13 +2,17 @@
 /*
  * The unwind tables of the profiled processes, loaded into the BPF maps the
  * program walks (bpf/unwind.bpf.h). A file's rows go in once, by build id
- * (cfi_cache_get()'s cache), into the next free stretch of `cfi_rows`; a
- * file that does not fit is said once and left to frame-pointer steps.
- * Each process's executable file mappings that have rows are described in
- * `cfi_procs`, sorted by address, with their load bias. New mappings (an
- * extension module imported after the start, an exec) are found by a
- * periodic rescan: cfi_maps_rescan() compares each process's maps
- * fingerprint, at most every RESCAN_NS, from the event loop.
+ * (cfi_cache_get()'s cache), into a free stretch of `cfi_rows` (first fit,
+ * cfi_alloc.c); each process mapping holds its file's table, and a table
+ * nobody holds any more is freed (its rows reused, its cache copy dropped)
+ * when another needs the room. A file that still does not fit is said once
+ * and left to frame-pointer steps.
+ * Each process's executable mappings are described in `cfi_procs`, sorted
+ * by address, with their load bias: all of them when they fit, those
+ * without rows too, so the BPF side knows a pc in none of them for new code
+ * (cfi_notify.bpf.h). New mappings (an extension module imported after the
+ * start, an exec) are described again when the BPF side reports them (an
+ * executable mmap, or that pc), and every RESCAN_NS (1 s) anyway.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,69 +28,48 @@
 #include <bpf/libbpf.h>
 
 #include "cfi.h"
+#include "cfi_alloc.h"
 #include "cfi_maps.h"
 #include "errors.h"
 #include "proc.h"
 
-struct loaded {
-	const struct cfi_table *t;
-	uint32_t first;
-	uint32_t n;		/* 0: did not fit */
-};
-
 struct described {
 	pid_t pid;
-	uint64_t fingerprint;
+	int pending;		/* told of new code: look again at the next rescan */
+	uint64_t fingerprint;	/* of its executable mappings */
+	const struct cfi_table **held;	/* a hold per mapping with rows */
+	size_t nheld, capheld;
 };
 
 struct cfi_maps {
 	int rows_fd, procs_fd, stats_fd;
 	volatile uint64_t *gen;	/* the BPF side's uw_gen: its memo of rows */
-	uint32_t max_rows, used;
-	struct loaded *tabs;
-	size_t ntabs, captabs;
+	struct cfi_store store;
 	struct described *procs;
 	size_t nprocs, capprocs;
 	struct cfi_maps_stats st;
 	int said_maps;		/* TB_CFI_MAPS exceeded, said once */
+	int said_unfit;		/* a table refused, said once */
 	uint64_t last_rescan;	/* CLOCK_MONOTONIC ns */
+	pid_t changed[64];	/* described again since cfi_maps_changed() */
+	size_t nchanged;
+	/* The scan under way: the description, and the tables it holds. */
 	struct tb_cfi_proc desc;
+	const struct cfi_table **held;
+	size_t nheld, capheld;
 };
 
 /*
- * How often the processes' maps are compared: an extension module imported
- * after the start is unwound by frame pointers until then (its stacks
- * marked unmatched where it has none). Reading /proc/PID/maps costs tens of
- * microseconds.
+ * How often every process's mappings are compared anyway, for new code the
+ * BPF side did not report (cfi_notify.bpf.h: a lost record, a process with
+ * more mappings than cfi_procs lists). Reading /proc/PID/maps costs tens of
+ * microseconds a process: every 100 ms, as before the reports, 100
+ * processes would take some 5 % of a CPU (an estimate).
  */
-#define RESCAN_NS	(100 * 1000000ULL)
+#define RESCAN_NS	(1000 * 1000000ULL)
 
 /* Rows written per batch update. */
 #define BATCH 4096
-
-struct cfi_maps *cfi_maps_new(int rows_fd, int procs_fd, int stats_fd, uint32_t max_rows,
-			      volatile uint64_t *gen)
-{
-	struct cfi_maps *cm = calloc(1, sizeof(*cm));
-
-	if (!cm)
-		return NULL;
-	cm->rows_fd = rows_fd;
-	cm->procs_fd = procs_fd;
-	cm->stats_fd = stats_fd;
-	cm->max_rows = max_rows;
-	cm->gen = gen;
-	return cm;
-}
-
-void cfi_maps_free(struct cfi_maps *cm)
-{
-	if (!cm)
-		return;
-	free(cm->tabs);
-	free(cm->procs);
-	free(cm);
-}
 
 static int grow(void **v, size_t *cap, size_t n, size_t size)
 {
@@ -100,6 +83,62 @@ static int grow(void **v, size_t *cap, size_t n, size_t size)
 	*v = p;
 	*cap = *cap ? *cap * 2 : 16;
 	return 0;
+}
+
+/* The store freed a table's rows (or forgot a refused one): so can the cache. */
+static void forget_table(void *ctx, const void *key)
+{
+	(void)ctx;
+	cfi_cache_drop(key);
+}
+
+/*
+ * TB_CFI_ROWS, or fewer by the environment's TB_DEBUG_CFI_ROWS: a debugging
+ * aid that lets a test fill the map quickly (tests/integration/test_native.py).
+ */
+uint32_t cfi_maps_capacity(void)
+{
+	const char *e = getenv("TB_DEBUG_CFI_ROWS");
+	char *end;
+	unsigned long v;
+
+	if (!e || !*e)
+		return TB_CFI_ROWS;
+	v = strtoul(e, &end, 10);
+	return *end || !v || v > TB_CFI_ROWS ? TB_CFI_ROWS : (uint32_t)v;
+}
+
+struct cfi_maps *cfi_maps_new(int rows_fd, int procs_fd, int stats_fd, uint32_t max_rows,
+			      volatile uint64_t *gen)
+{
+	struct cfi_maps *cm = calloc(1, sizeof(*cm));
+
+	if (!cm)
+		return NULL;
+	if (cfi_store_init(&cm->store, max_rows, forget_table, cm)) {
+		free(cm);
+		errno = ENOMEM;
+		return NULL;
+	}
+	cm->rows_fd = rows_fd;
+	cm->procs_fd = procs_fd;
+	cm->stats_fd = stats_fd;
+	cm->gen = gen;
+	return cm;
+}
+
+void cfi_maps_free(struct cfi_maps *cm)
+{
+	size_t i;
+
+	if (!cm)
+		return;
+	for (i = 0; i < cm->nprocs; i++)
+		free(cm->procs[i].held);
+	cfi_store_release(&cm->store);
+	free(cm->held);
+	free(cm->procs);
+	free(cm);
 }
 
 /* Rows [0, n) of t to cfi_rows[first...]. */
@@ -118,37 +157,33 @@ static int write_rows(int fd, const struct cfi_table *t, uint32_t first)
 	return 0;
 }
 
-/* The map stretch of t, written the first time; n 0 if it does not fit. */
-static const struct loaded *load_table(struct cfi_maps *cm, const struct cfi_table *t,
-				       const char *path)
+/*
+ * One more hold on t's rows in the map, written the first time: *h their
+ * place (h->n 0: they did not fit, or failed to load). 0, or -ENOMEM.
+ */
+static int load_table(struct cfi_maps *cm, const struct cfi_table *t, const char *path,
+		      struct cfi_held *h)
 {
-	struct loaded *l;
-	size_t i;
-	int err;
+	int ret = cfi_store_get(&cm->store, t, (uint32_t)t->nrows, h), err;
+	uint64_t held, idle;
 
-	for (i = 0; i < cm->ntabs; i++)
-		if (cm->tabs[i].t == t)
-			return &cm->tabs[i];
-	if (grow((void **)&cm->tabs, &cm->captabs, cm->ntabs, sizeof(*cm->tabs)))
-		return NULL;
-	l = &cm->tabs[cm->ntabs++];
-	*l = (struct loaded){ .t = t, .first = cm->used };
-	if (t->nrows > cm->max_rows - cm->used) {
-		cm->st.unfit++;
-		tb_warn("--native: unwind table of %s: does not fit (%zu rows, %u of %u in use) (its frames are unwound by frame pointers where it has them; --native=fp for all)",
-			path, t->nrows, cm->used, cm->max_rows);
-		return l;
+	if (ret < 0)
+		return ret;
+	if (!h->n && !cm->said_unfit++) {
+		cfi_store_rows(&cm->store, &held, &idle);
+		tb_warn("--native: unwind table of %s: does not fit (%zu rows, %" PRIu64 " of %u held by running processes) (its frames are unwound by frame pointers where it has them; --native=fp for all)",
+			path, t->nrows, held, cm->store.x.cap);
 	}
-	err = write_rows(cm->rows_fd, t, cm->used);
+	if (ret == 0)
+		return 0;
+	err = write_rows(cm->rows_fd, t, h->first);
 	if (err) {
 		tb_warn("--native: unwind table of %s: cannot load: %s (its frames are unwound by frame pointers)",
 			path, strerror(-err));
-		return l;
+		cfi_store_drop(&cm->store, t);
+		h->n = 0;
 	}
-	l->n = (uint32_t)t->nrows;
-	cm->used += l->n;
-	cm->st.tables++;
-	return l;
+	return 0;
 }
 
 /* The load bias of a mapping at file offset off: start - its ELF vaddr. */
@@ -186,29 +221,48 @@ static void mapped_path(char *p, size_t len, pid_t pid, const struct proc_map *m
 		snprintf(p, len, "/proc/%d/root%s", (int)pid, m->path);
 }
 
-/* One executable mapping into cm->desc, if its file has rows that fit. */
-static void describe(struct cfi_maps *cm, pid_t pid, const struct proc_map *m)
+/* The table of a mapping's file, held for the scan under way; NULL if none. */
+static const struct cfi_table *hold(struct cfi_maps *cm, const char *path,
+				    const struct proc_map *m, struct cfi_held *h)
+{
+	const struct cfi_table *t;
+
+	if (m->path[0] != '/')
+		return NULL;	/* anonymous (a JIT's), the vdso: frame pointers */
+	t = cfi_cache_get(path);
+	if (!t || !t->nrows || grow((void **)&cm->held, &cm->capheld, cm->nheld, sizeof(*cm->held)))
+		return NULL;
+	if (load_table(cm, t, m->path, h))
+		return NULL;
+	if (!h->n) {
+		cfi_store_put(&cm->store, t);
+		return NULL;
+	}
+	cm->held[cm->nheld++] = t;
+	return t;
+}
+
+/*
+ * One executable mapping into cm->desc: with its file's rows if they are
+ * in the map, else (with all: every mapping is listed) without.
+ */
+static void describe(struct cfi_maps *cm, pid_t pid, const struct proc_map *m, int all)
 {
 	char path[4200];
-	const struct cfi_table *t;
-	const struct loaded *l;
+	struct cfi_held h = { .n = 0 };
 	uint64_t bias = 0;
 
 	mapped_path(path, sizeof(path), pid, m);
-	t = cfi_cache_get(path);
-	if (!t || !t->nrows)
-		return;
-	l = load_table(cm, t, m->path);
-	if (!l || !l->n || map_bias(path, m, &bias))
-		return;
-	if (cm->desc.n == TB_CFI_MAPS) {
-		if (!cm->said_maps++)
-			tb_warn("--native: process %d: more than %d mapped files with unwind tables (the others are unwound by frame pointers)",
-				(int)pid, TB_CFI_MAPS);
-		return;
+	if (!hold(cm, path, m, &h) || map_bias(path, m, &bias)) {
+		h.n = 0;
+		bias = 0;
 	}
+	if (!h.n && !all)
+		return;
+	if (cm->desc.n == TB_CFI_MAPS)
+		return;		/* not all: said by the caller */
 	cm->desc.maps[cm->desc.n++] = (struct tb_cfi_map){
-		.start = m->start, .end = m->end, .bias = bias, .first = l->first, .nrows = l->n,
+		.start = m->start, .end = m->end, .bias = bias, .first = h.first, .nrows = h.n,
 	};
 }
 
@@ -228,43 +282,126 @@ static struct described *described_of(struct cfi_maps *cm, pid_t pid)
 	return NULL;
 }
 
+/*
+ * An executable mapping the BPF side can search for: [vsyscall] lies above
+ * 2^63, where uw_map()'s branchless comparison does not hold (a pc there
+ * is never taken for new code).
+ */
+static int is_code(const struct proc_map *m)
+{
+	return m->perms[2] == 'x' && !(m->start >> 63);
+}
+
+/* The executable mappings of an open /proc/PID/maps: their count and a hash (never 1). */
+static uint64_t exec_fingerprint(FILE *f, size_t *count)
+{
+	uint64_t h = 1469598103934665603ULL;
+	char line[4608];
+	size_t i;
+
+	*count = 0;
+	while (fgets(line, sizeof(line), f)) {
+		struct proc_map m;
+
+		if (proc_parse_maps_line(line, &m) || !is_code(&m))
+			continue;
+		(*count)++;
+		for (i = 0; line[i]; i++)
+			h = (h ^ (uint8_t)line[i]) * 1099511628211ULL;
+	}
+	return h | 1;
+}
+
+static uint64_t pid_fingerprint(pid_t pid)
+{
+	char p[64];
+	size_t n;
+	uint64_t fp;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/%d/maps", (int)pid);
+	f = fopen(p, "re");
+	if (!f)
+		return 1;
+	fp = exec_fingerprint(f, &n);
+	fclose(f);
+	return fp;
+}
+
+/* d's holds are now the scan's: the old ones released after (a table in both stays). */
+static void swap_holds(struct cfi_maps *cm, struct described *d)
+{
+	const struct cfi_table **old = d->held;
+	size_t nold = d->nheld, capold = d->capheld, i;
+
+	d->held = cm->held;
+	d->nheld = cm->nheld;
+	d->capheld = cm->capheld;
+	for (i = 0; i < nold; i++)
+		cfi_store_put(&cm->store, old[i]);
+	cm->held = old;
+	cm->nheld = 0;
+	cm->capheld = capold;
+}
+
+/* The scan of f into cm->desc; all: every executable mapping fits in it. */
+static void scan(struct cfi_maps *cm, pid_t pid, FILE *f, int all)
+{
+	char *line = NULL;
+	size_t len = 0;
+	struct proc_map m;
+
+	memset(&cm->desc, 0, sizeof(cm->desc));
+	cm->desc.complete = all;
+	cm->nheld = 0;
+	while (getline(&line, &len, f) > 0)
+		if (!proc_parse_maps_line(line, &m) && is_code(&m))
+			describe(cm, pid, &m, all);
+	free(line);
+	if (!all && cm->desc.n == TB_CFI_MAPS && !cm->said_maps++)
+		tb_warn("--native: process %d: more than %d executable mappings (those without tables and those past the %d-th are unwound by frame pointers)",
+			(int)pid, TB_CFI_MAPS, TB_CFI_MAPS);
+}
+
+static struct described *new_described(struct cfi_maps *cm, pid_t pid)
+{
+	struct described *d;
+
+	if (grow((void **)&cm->procs, &cm->capprocs, cm->nprocs, sizeof(*cm->procs)))
+		return NULL;
+	d = &cm->procs[cm->nprocs++];
+	*d = (struct described){ .pid = pid };
+	cm->st.procs++;
+	return d;
+}
+
 int cfi_maps_add(struct cfi_maps *cm, pid_t pid)
 {
 	struct described *d = described_of(cm, pid);
-	uint64_t fp = proc_maps_fingerprint(pid);
-	char p[64], *line = NULL;
-	struct proc_map m;
 	__u32 key = (__u32)pid;
-	size_t len = 0;
+	char p[64];
+	size_t count;
 	FILE *f;
-	int ret;
+	int ret = 0;
 
-	if (!d) {
-		if (grow((void **)&cm->procs, &cm->capprocs, cm->nprocs, sizeof(*cm->procs)))
-			return -ENOMEM;
-		d = &cm->procs[cm->nprocs++];
-		d->pid = pid;
-		cm->st.procs++;
-	} else {
+	if (d)
 		cm->st.rescans++;
-	}
-	d->fingerprint = fp;
+	else if (!(d = new_described(cm, pid)))
+		return -ENOMEM;
+	d->pending = 0;
 	snprintf(p, sizeof(p), "/proc/%d/maps", (int)pid);
 	f = fopen(p, "re");
 	if (!f)
 		return -errno;
-	memset(&cm->desc, 0, sizeof(cm->desc));
-	while (getline(&line, &len, f) > 0)
-		if (!proc_parse_maps_line(line, &m) && m.perms[2] == 'x' && m.path[0] == '/')
-			describe(cm, pid, &m);
-	free(line);
+	d->fingerprint = exec_fingerprint(f, &count);
+	rewind(f);
+	scan(cm, pid, f, count <= TB_CFI_MAPS);
 	fclose(f);
-	if (!cm->desc.n) {
-		bpf_map_delete_elem(cm->procs_fd, &key);	/* frame pointers only */
-		forget_rows(cm);
-		return 0;
-	}
-	ret = bpf_map_update_elem(cm->procs_fd, &key, &cm->desc, BPF_ANY) ? -errno : 0;
+	if (!cm->nheld)		/* frame pointers only: bpf_get_stack() */
+		bpf_map_delete_elem(cm->procs_fd, &key);
+	else if (bpf_map_update_elem(cm->procs_fd, &key, &cm->desc, BPF_ANY))
+		ret = -errno;
+	swap_holds(cm, d);
 	forget_rows(cm);
 	return ret;
 }
@@ -273,45 +410,89 @@ void cfi_maps_del(struct cfi_maps *cm, pid_t pid)
 {
 	struct described *d = described_of(cm, pid);
 	__u32 key = (__u32)pid;
+	size_t i;
 
 	bpf_map_delete_elem(cm->procs_fd, &key);
 	forget_rows(cm);
+	if (!d)
+		return;
+	for (i = 0; i < d->nheld; i++)
+		cfi_store_put(&cm->store, d->held[i]);
+	free(d->held);
+	*d = cm->procs[--cm->nprocs];
+}
+
+void cfi_maps_notify(struct cfi_maps *cm, pid_t pid)
+{
+	struct described *d = described_of(cm, pid);
+
+	cm->st.notified++;
 	if (d)
-		*d = cm->procs[--cm->nprocs];
+		d->pending = 1;
+}
+
+/* pid again if its executable mappings changed (1: exited, or unreadable). */
+static void rescan_one(struct cfi_maps *cm, struct described *d)
+{
+	uint64_t fp = pid_fingerprint(d->pid);
+
+	d->pending = 0;
+	if (fp == d->fingerprint || fp == 1)
+		return;
+	cfi_maps_add(cm, d->pid);
+	if (cm->nchanged < sizeof(cm->changed) / sizeof(cm->changed[0]))
+		cm->changed[cm->nchanged++] = d->pid;
+}
+
+size_t cfi_maps_changed(struct cfi_maps *cm, pid_t *out, size_t max)
+{
+	size_t n = cm->nchanged < max ? cm->nchanged : max;
+
+	memcpy(out, cm->changed, n * sizeof(*out));
+	cm->nchanged = 0;
+	return n;
 }
 
 void cfi_maps_rescan(struct cfi_maps *cm)
 {
 	struct timespec ts;
-	uint64_t fp, now;
+	uint64_t now;
+	int all;
 	size_t i;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	now = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-	if (now - cm->last_rescan < RESCAN_NS)
-		return;
-	cm->last_rescan = now;
-	for (i = 0; i < cm->nprocs; i++) {
-		fp = proc_maps_fingerprint(cm->procs[i].pid);
-		if (fp != cm->procs[i].fingerprint && fp != 1)
-			cfi_maps_add(cm, cm->procs[i].pid);
-	}
+	all = now - cm->last_rescan >= RESCAN_NS;
+	if (all)
+		cm->last_rescan = now;
+	for (i = 0; i < cm->nprocs; i++)
+		if (all || cm->procs[i].pending)
+			rescan_one(cm, &cm->procs[i]);
 }
 
 void cfi_maps_stats(struct cfi_maps *cm, struct cfi_maps_stats *out)
 {
 	int ncpus = libbpf_num_possible_cpus(), c, k;
+	size_t i;
+	const struct cfi_store_stats *ss = &cm->store.st;
 	__u32 zero = 0;
 	__u64 *v;
 
 	*out = cm->st;
-	out->rows = cm->used;
-	out->max_rows = cm->max_rows;
+	cfi_store_rows(&cm->store, &out->rows, &out->rows_idle);
+	for (i = 0; i < cm->store.ntabs; i++)
+		out->tables += !!cm->store.tabs[i].n;
+	out->max_rows = cm->store.x.cap;
+	out->loaded = ss->loaded;
+	out->freed = ss->freed;
+	out->rows_freed = ss->rows_freed;
+	out->unfit = ss->refused;
+	out->largest_free = cfi_extents_largest(&cm->store.x);
 	if (ncpus <= 0 || !(v = calloc((size_t)ncpus, sizeof(__u64) * TB_UW_NR)))
 		return;
 	if (!bpf_map_lookup_elem(cm->stats_fd, &zero, v))
 		for (c = 0; c < ncpus; c++)
-			for (k = 0; k < TB_UW_NR && k < 4; k++)
+			for (k = 0; k < TB_UW_NR; k++)
 				out->uw[k] += v[c * TB_UW_NR + k];
 	free(v);
 }

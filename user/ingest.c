@@ -411,6 +411,12 @@ void ingest_freeze(struct ingest *in, struct target *t)
 	targets_drop(in->ts, t);
 }
 
+void ingest_native_refresh(struct ingest *in, uint32_t pid)
+{
+	if (in->opt->native)
+		native_refresh(&in->native, pid);
+}
+
 static void on_count(void *ctx, const struct tb_count_key *k, uint64_t n)
 {
 	add_sample(ctx, k->pid, k->tid, k->stack_id, k->flags, k->kstack, n, NULL, k->leaf);

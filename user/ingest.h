@@ -38,6 +38,8 @@ int ingest_pending_for(const struct ingest *in, uint32_t target);
 /* t is over: fold its samples into the frozen profile, forget its code
  * objects, and drop it from the registry (t is freed). */
 void ingest_freeze(struct ingest *in, struct target *t);
+/* --native: pid mapped new code; its mappings are read for the symbols now. */
+void ingest_native_refresh(struct ingest *in, uint32_t pid);
 /* Fold every live target (drop those that exited): memory stays flat. */
 void ingest_compact(struct ingest *in);
 /* Name the threads seen since the last call (at most every 0.2 s per

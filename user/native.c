@@ -467,22 +467,45 @@ static const struct nmap *find_map(const struct nproc *np, uint64_t ip)
 	return NULL;
 }
 
+/*
+ * pid's maps read again, in place of the cached ones unless the process is
+ * gone (its maps unreadable, or empty: a zombie's), when what was cached
+ * still names the files it had. Its entry, or NULL.
+ */
+static struct nproc *reread_maps(struct native *nt, uint32_t pid)
+{
+	struct nproc *np = read_maps(nt, pid);
+	void **slot;
+	int added;
+
+	if (!np || !np->n) {
+		free_proc(np);
+		slot = hmap_get(&nt->procs, &pid);
+		return slot ? *slot : NULL;
+	}
+	slot = hmap_put(&nt->procs, &pid, &added);
+	if (!slot) {
+		free_proc(np);
+		return NULL;
+	}
+	if (!added)
+		free_proc(*slot);
+	*slot = np;
+	return np;
+}
+
 /* The mapping of ip in pid: the cached maps, read again on a miss (dlopen). */
 static const struct nmap *map_of(struct native *nt, uint32_t pid, uint64_t ip)
 {
 	void **slot = hmap_get(&nt->procs, &pid);
 	const struct nmap *m = slot ? find_map(*slot, ip) : NULL;
-	int added;
 
-	if (m)
-		return m;
-	if (slot)
-		free_proc(*slot);
-	slot = hmap_put(&nt->procs, &pid, &added);
-	if (!slot)
-		return NULL;
-	*slot = read_maps(nt, pid);
-	return find_map(*slot, ip);
+	return m ? m : find_map(reread_maps(nt, pid), ip);
+}
+
+void native_refresh(struct native *nt, uint32_t pid)
+{
+	reread_maps(nt, pid);
 }
 
 /* ---- Symbols ------------------------------------------------------------ */

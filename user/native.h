@@ -72,6 +72,11 @@ void native_free(struct native *nt);
 /* Forget what is known of a process's mappings (it exited or exec'd). */
 void native_forget(struct native *nt, uint32_t pid);
 /*
+ * pid mapped new code (a dlopen): its maps read now, while it surely runs,
+ * for samples there that are named later (after it may have exited).
+ */
+void native_refresh(struct native *nt, uint32_t pid);
+/*
  * The merged stack of process pid: ips, its native stack (leaf first), and
  * py, its Python frames (leaf first, TB_CODE_ENTRY bits still set). A
  * partial or truncated Python stack does not end on an entry frame: it

@@ -216,8 +216,35 @@ static void native_tables(struct sampler *s, const struct sampler_opts *o)
 	if (o->native_stacks && !o->native_fp && !on)
 		tb_info("--native: this kernel has no bpf_task_pt_regs (Linux 5.15): frame pointers only");
 	s->skel->rodata->native_cfi = on;
-	bpf_map__set_max_entries(s->skel->maps.cfi_rows, on ? TB_CFI_ROWS : 1);
+	bpf_map__set_max_entries(s->skel->maps.cfi_rows, on ? cfi_maps_capacity() : 1);
 	bpf_map__set_max_entries(s->skel->maps.cfi_procs, on ? TB_CFI_PROCS : 1);
+	bpf_program__set_autoload(s->skel->progs.on_mmap_exec, on);
+	bpf_program__set_autoattach(s->skel->progs.on_mmap_exec, false);	/* attach_new_code() */
+}
+
+/*
+ * New executable mappings told at once where the kernel lets us attach to
+ * mmap's exit (tracefs); else the unwinder's reports of a pc in no known
+ * mapping, and the periodic rescan, find them.
+ */
+static void attach_new_code(struct sampler *s)
+{
+	if (!s->cfi)
+		return;
+	s->skel->links.on_mmap_exec = bpf_program__attach(s->skel->progs.on_mmap_exec);
+	if (!s->skel->links.on_mmap_exec)
+		tb_debug("--native: no tracepoint syscalls/sys_exit_mmap: %s (new code is found by the unwinder and by rescans)",
+			 strerror(errno));
+}
+
+/* cfi_new's records: a pid that has new executable code. */
+static int on_new_code(void *ctx, void *data, size_t size)
+{
+	struct sampler *s = ctx;
+
+	if (size >= sizeof(__u32) && s->cfi)
+		cfi_maps_notify(s->cfi, (pid_t)*(__u32 *)data);
+	return 0;
 }
 
 int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, size_t errlen)
@@ -288,7 +315,8 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 	if (s->skel->rodata->native_cfi &&
 	    !(s->cfi = cfi_maps_new(bpf_map__fd(s->skel->maps.cfi_rows),
 				    bpf_map__fd(s->skel->maps.cfi_procs),
-				    bpf_map__fd(s->skel->maps.uw_stats), TB_CFI_ROWS,
+				    bpf_map__fd(s->skel->maps.uw_stats),
+				    bpf_map__max_entries(s->skel->maps.cfi_rows),
 				    (volatile uint64_t *)&s->skel->bss->uw_gen))) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -301,12 +329,19 @@ int sampler_open(struct sampler *s, const struct sampler_opts *o, char *err, siz
 			 strerror(-ret));
 		return ret;
 	}
+	if (s->cfi && ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.cfi_new), on_new_code, s)) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot map the ring buffer: %s (check RLIMIT_MEMLOCK)",
+			 strerror(-ret));
+		return ret;
+	}
 	ret = tachyon_bpf__attach(s->skel);	/* the tracepoints; perf events come later */
 	if (ret) {
 		snprintf(err, errlen, "cannot attach the scheduler tracepoints: %s (needs BTF-enabled tracing, Linux >= 5.17)",
 			 strerror(-ret));
 		return ret;
 	}
+	attach_new_code(s);
 	/* Only when asked: they cost two clock reads on every run of every
 	 * BPF program on the machine, not just ours. */
 	if (!o->kernel_stats)
@@ -878,6 +913,17 @@ void sampler_native_rescan(struct sampler *s)
 {
 	if (s->cfi)
 		cfi_maps_rescan(s->cfi);
+}
+
+size_t sampler_native_changed(struct sampler *s, pid_t *out, size_t max)
+{
+	return s->cfi ? cfi_maps_changed(s->cfi, out, max) : 0;
+}
+
+void sampler_native_forget(struct sampler *s, pid_t pid)
+{
+	if (s->cfi)
+		cfi_maps_del(s->cfi, pid);
 }
 
 int sampler_native_stats(struct sampler *s, struct cfi_maps_stats *out)

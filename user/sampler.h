@@ -134,6 +134,10 @@ int sampler_read_counts(struct sampler *s, sampler_count_fn fn, void *ctx);
 void sampler_detach(struct sampler *s);
 /* --native: describe again the processes whose mappings changed (dlopen). */
 void sampler_native_rescan(struct sampler *s);
+/* --native: the pids that mapped new code since the last call. */
+size_t sampler_native_changed(struct sampler *s, pid_t *out, size_t max);
+/* --native: pid's incarnation is over (exit, exec): its tables' holds released. */
+void sampler_native_forget(struct sampler *s, pid_t pid);
 struct cfi_maps_stats;
 /* --native's unwind tables: what they hold and did; -ENOENT: not in use. */
 int sampler_native_stats(struct sampler *s, struct cfi_maps_stats *out);

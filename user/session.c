@@ -137,6 +137,16 @@ static void target_added(void *ctx, struct target *t)
 	}
 }
 
+/* --native: new code's mappings, read for the symbols while the process runs. */
+static void native_changed(struct session *s)
+{
+	pid_t pids[64];
+	size_t i, n = sampler_native_changed(&s->sampler, pids, 64);
+
+	for (i = 0; i < n; i++)
+		ingest_native_refresh(s->in, (uint32_t)pids[i]);
+}
+
 /* This incarnation is over (exit or exec); its samples stay in the profile. */
 static void end_target(struct session *s, struct target *t)
 {
@@ -147,6 +157,7 @@ static void end_target(struct session *s, struct target *t)
 	if (t->pidfd >= 0)
 		epoll_ctl(s->epfd, EPOLL_CTL_DEL, t->pidfd, NULL);
 	targets_ended(s->ts, t);
+	sampler_native_forget(&s->sampler, t->pid);	/* its unwind tables' holds */
 	/* Samples still waiting for their stack would need it. */
 	ingest_flush(s->in, 0);
 	if (!ingest_pending_for(s->in, t->id))
@@ -569,6 +580,7 @@ void session_run(struct session *s)
 			handle(s, &ev[k]);
 		sampler_consume(&s->sampler);
 		sampler_native_rescan(&s->sampler);
+		native_changed(s);
 		note_stacks(s);
 		ingest_flush(s->in, 0);
 		ingest_name_threads(s->in, 0);

@@ -14,6 +14,7 @@ the extension built without frame pointers too.
 import json
 import os
 import re
+import shutil
 import subprocess
 import sysconfig
 import time
@@ -361,3 +362,95 @@ def test_native_unwind_tables_exact():
         cb_merged = _share(work, lambda f: ("py", "cb") in f and ("mark", UNMATCHED) not in f)
         check(cb and cb_merged >= 0.8 * cb, "%s: cb merged in %d of %d samples %s"
               % (python.label, cb_merged, cb, where))
+
+
+def _late(tag, mode, args, env=None):
+    """(stacks, --stats unwind_tables, where) of record --native -s over
+    native_late.py MODE (the extension built without frame pointers), on
+    pyenv's 3.13 (none either)."""
+    python = Interp("3.13.0")
+    check(python.exists(), "missing %s" % python.path)
+    out = art_path("native-late-%s.txt" % tag)
+    stats = art_path("native-late-%s.json" % tag)
+    res = run_profiler(None, ["--native", "-s", "-F", "250", "-f", "collapsed", "-o", out,
+                              "--stats", stats, "--", python.path,
+                              os.path.join(WORKLOADS, "native_late.py"),
+                              mode, _build_ext(False)] + list(args), timeout=60, env=env)
+    res.expect_ok()
+    with open(stats) as f:
+        st = json.load(f)
+    check("unwind_tables" in st, "--stats has no unwind_tables %s" % res.where())
+    stacks = []
+    with open(out) as f:
+        for line in f:     # -s: each stack starts with its process's name
+            stack, _, count = line.rstrip("\n").partition(";")[2].rpartition(" ")
+            stacks.append((_frames(stack, res.where()), int(count)))
+    return stacks, st["unwind_tables"], res.where()
+
+
+def _c_right_above(stacks, fn, where):
+    """(samples under the Python function fn in spin or marked, those with
+    spin right above it, unmarked); spin never anywhere else unmarked (its
+    other samples: fn's own clock reads)."""
+    spin_c = ("native", "spin [%s]" % EXT)
+    n = exact = 0
+    for frames, count in stacks:
+        marked = ("mark", UNMATCHED) in frames
+        if ("py", fn) not in frames or not (marked or spin_c in frames):
+            continue
+        n += count
+        if marked:
+            continue
+        above = _after(frames, fn)
+        check(above[:1] == [spin_c] and not [k for k, _ in above if k == "py"],
+              "%s: %s unmarked %s" % (fn, ";".join(m for _, m in frames), where))
+        exact += count
+    return n, exact
+
+
+@timeout(60)
+def test_native_tables_dlopen_after_start():
+    """A module without frame pointers dlopened after the start is unwound
+    by its table from its first samples: fresh() spins in it for the first
+    100 ms after each of 5 loads (a new mapping each). Before, its table came
+    with the 100 ms rescan and most of those samples were marked (or FP
+    steps through code without frame pointers spliced them wrongly)."""
+    rounds = 5
+    work = art_path("native-late-dlopen")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    stacks, ut, where = _late("dlopen", "dlopen", [work, str(rounds)])
+    n, exact = _c_right_above(stacks, "fresh", where)
+    check(n >= 4 * rounds, "only %d samples in fresh() %s" % (n, where))
+    # Measured on the 2-CPU machine at a load average of 15: 84-98 % (the
+    # base: 11-38 %); what is left is the profiler's own wake-up after the
+    # mmap, marked.
+    check(exact >= 0.7 * n, "spin right above fresh in %d of %d samples of its first 100 ms "
+          "(the rest %s) %s" % (exact, n, UNMATCHED, where))
+    check(ut["notified"] >= rounds, "%d new-code reports for %d loads %s"
+          % (ut["notified"], rounds, where))
+
+
+@timeout(60)
+def test_native_tables_churn_frees_rows():
+    """Processes come and go (one child after the other, each with a C
+    module of its own) under a map shrunk, by TB_DEBUG_CFI_ROWS (a
+    debugging aid, not documented for users), to the parent's tables and
+    12000 rows more: the tables of children gone are freed for the next
+    ones, more rows are loaded in all than the map holds, none refused, and
+    every child's C frames still interleave."""
+    _, base, _ = _late("churn-base", "churn", [])
+    cap = base["rows"] + base["rows_idle"] + 12000
+    mods = ["_decimal", "_testcapi", "_ctypes", "_elementtree", "_lzma", "_bz2"]
+    stacks, ut, where = _late("churn", "churn", mods, env={"TB_DEBUG_CFI_ROWS": str(cap)})
+    check(ut["max_rows"] == cap, "max_rows %d, not TB_DEBUG_CFI_ROWS=%d %s"
+          % (ut["max_rows"], cap, where))
+    loaded = ut["rows"] + ut["rows_idle"] + ut["rows_freed"]
+    check(loaded > cap and ut["freed"] >= 1 and ut["unfit"] == 0,
+          "%d rows loaded in all for a %d-row map, %d tables freed, %d refused %s"
+          % (loaded, cap, ut["freed"], ut["unfit"], where))
+    # Each child dlopens the extension right before spinning: its first
+    # milliseconds there may be marked (test_native_tables_dlopen_after_start).
+    n, exact = _c_right_above(stacks, "child_work", where)
+    check(n >= 50 and exact >= 0.7 * n, "spin right above child_work in %d of %d samples %s"
+          % (exact, n, where))
