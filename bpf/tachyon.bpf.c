@@ -1157,6 +1157,7 @@ static __always_inline int count_sample(__u32 pid, __u32 tid, __u64 stack_id, __
 	return 0;
 }
 
+#include "fpstack.bpf.h"
 #include "unwind.bpf.h"
 
 /*
