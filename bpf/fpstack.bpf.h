@@ -14,12 +14,19 @@
 
 const volatile __u8 native_own_fp = 0;	/* set where bpf_task_pt_regs exists */
 
+/*
+ * No user mapping starts below vm.mmap_min_addr (64 KiB by default, never
+ * under a page): a frame pointer below that is the end of the chain (0 in
+ * _start) and its read would only fault, ~0.5 us of a #PF each time here.
+ */
+#define FP_LOWEST 4096
+
 __noinline int fp_stack(__u32 depth)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), j, i;
 	struct scratch *s = bpf_map_lookup_elem(&scratch, &cpu);
 	struct pt_regs *regs;
-	__u64 *w, *p, fp;
+	__u64 *w, *p, fp, next;
 
 	if (!native_own_fp || !s || depth > TB_MAX_DEPTH - TB_USTACK_DEPTH / 2 - 1)
 		return -1;
@@ -45,10 +52,18 @@ __noinline int fp_stack(__u32 depth)
 		/* p[0] = the caller's rbp, p[1] = the return address */
 		p = &w[j];
 		barrier_var(p);
-		if (bpf_probe_read_user(p, 2 * sizeof(__u64), (void *)fp))
+		if (fp < FP_LOWEST || bpf_probe_read_user(p, 2 * sizeof(__u64), (void *)fp))
 			break;
-		fp = p[0];
+		next = p[0];
 		p[0] = p[1];
+		/* A caller's frame lies above its callee's: a saved rbp that does
+		 * not is no frame pointer (code built without them), and what
+		 * follows it would be garbage at one read, often a fault, each. */
+		if (next <= fp) {
+			i++;
+			break;
+		}
+		fp = next;
 	}
 	return i;
 }
