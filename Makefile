@@ -49,7 +49,7 @@ $(OUT)/vmlinux.h: | $(OUT)
 		cp vmlinux/vmlinux.h $@; \
 	fi
 
-$(OUT)/tachyon.bpf.o: bpf/tachyon.bpf.c bpf/tachyon.h bpf/pywalk.h bpf/asyncio.bpf.h bpf/latprobe.bpf.h bpf/unwind.h bpf/unwind.bpf.h bpf/cfi_notify.bpf.h $(OUT)/vmlinux.h
+$(OUT)/tachyon.bpf.o: bpf/tachyon.bpf.c bpf/tachyon.h bpf/pywalk.h bpf/asyncio.bpf.h bpf/latprobe.bpf.h bpf/unwind.h bpf/unwind.bpf.h bpf/cfi_notify.bpf.h bpf/fpstack.bpf.h $(OUT)/vmlinux.h
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 $(OUT)/tachyon.skel.h: $(OUT)/tachyon.bpf.o

@@ -1170,20 +1170,21 @@ static __always_inline int count_sample(__u32 pid, __u32 tid, __u64 stack_id, __
 	return 0;
 }
 
+#include "fpstack.bpf.h"
 #include "unwind.bpf.h"
 
 /*
  * --native: the thread's user stack by the unwind tables (unwind.bpf.h) or
- * the kernel's frame-pointer unwinder,
+ * frame pointers (fpstack.bpf.h; bpf_get_stack() before 5.15),
  * written after the Python frames of the stack record (which carries their
  * number in `ustack`). The callers' return addresses and their number are
  * mixed into the stack id; the leaf, the sampled pc itself, is not: it
  * differs nearly every sample, and as part of the id made each sample a
  * new stack record (~700 bytes, 3-9 us here: 171-226 stacks a run instead
  * of 9-15). It travels in the count key and the sample record instead
- * (native_leaf()). bpf_get_stack() into the record costs ~1 us more per
- * sample here; bpf_get_stackid() and its stack map cost ~7 us (measured
- * side by side, README). A Python stack too deep to leave room goes
+ * (native_leaf()). At ~30 frames the frame-pointer walk costs ~0.8 us a
+ * sample here, bpf_get_stack() ~1.6, bpf_get_stackid() and its stack map
+ * ~7 (measured side by side, doc/performance.md). A Python stack too deep to leave room goes
  * without. Without --native the record says "none".
  */
 static __always_inline void native_stack(void *ctx, struct walk_ctx *c)

@@ -6,7 +6,7 @@
  * of bpf/unwind.h (the one user/cfi_unwind.c, the tested reference, runs).
  * A pc that no table covers takes a frame-pointer step, so code built with
  * frame pointers unwinds as bpf_get_stack() would. A process without
- * tables, or --native=fp, gets bpf_get_stack()'s frame-pointer walk.
+ * tables, or --native=fp, gets a frame-pointer walk (fpstack.bpf.h).
  *
  * uw_stack(), uw_frame() and uw_fill() are global with scalar arguments
  * only: the verifier checks each once (not once per frame of the walk, nor
@@ -298,6 +298,8 @@ static __always_inline long user_stack(void *ctx, __u64 *ips, __u32 depth)
 {
 	long n = native_cfi ? uw_stack(depth) : -1;
 
+	if (n < 0)
+		n = fp_stack(depth);	/* fpstack.bpf.h, where it can */
 	if (n >= 0)
 		return n * (long)sizeof(__u64);
 	return bpf_get_stack(ctx, ips, TB_USTACK_DEPTH * sizeof(__u64), BPF_F_USER_STACK);

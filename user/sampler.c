@@ -216,6 +216,8 @@ static void native_tables(struct sampler *s, const struct sampler_opts *o)
 	if (o->native_stacks && !o->native_fp && !on)
 		tb_info("--native: this kernel has no bpf_task_pt_regs (Linux 5.15): frame pointers only");
 	s->skel->rodata->native_cfi = on;
+	/* Our frame-pointer walk needs the same helper; else bpf_get_stack(). */
+	s->skel->rodata->native_own_fp = o->native_stacks && kfeature_probe(KF_TASK_PT_REGS);
 	bpf_map__set_max_entries(s->skel->maps.cfi_rows, on ? cfi_maps_capacity() : 1);
 	bpf_map__set_max_entries(s->skel->maps.cfi_procs, on ? TB_CFI_PROCS : 1);
 	bpf_program__set_autoload(s->skel->progs.on_mmap_exec, on);

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * --native's frame-pointer walk, our own: from the task's saved user
+ * registers (bpf_task_pt_regs, 5.15), one 16-byte read per frame of the
+ * (saved rbp, return address) pair, straight into the stack record after
+ * the Python frames. It stores what bpf_get_stack(BPF_F_USER_STACK) would:
+ * the pc, then each return address, until a read fails or
+ * TB_USTACK_DEPTH addresses. Where the kernel has no bpf_task_pt_regs,
+ * fp_stack() declines and bpf_get_stack() walks.
+ *
+ * Global, with a scalar argument only, as uw_stack(): verified once, its
+ * loop state out of its callers' frames (5.10's 512-byte chain).
+ */
+
+const volatile __u8 native_own_fp = 0;	/* set where bpf_task_pt_regs exists */
+
+/*
+ * No user mapping starts below vm.mmap_min_addr (64 KiB by default, never
+ * under a page): a frame pointer below that is the end of the chain (0 in
+ * _start) and its read would only fault, ~0.5 us of a #PF each time here.
+ */
+#define FP_LOWEST 4096
+
+__noinline int fp_stack(__u32 depth)
+{
+	__u32 cpu = bpf_get_smp_processor_id(), j, i;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &cpu);
+	struct pt_regs *regs;
+	__u64 *w, *p, fp, next;
+
+	if (!native_own_fp || !s || depth > TB_MAX_DEPTH - TB_USTACK_DEPTH / 2 - 1)
+		return -1;
+	w = (__u64 *)s->stack.frames;
+	/* Each index checked where it is used, past the compiler's reach:
+	 * the verifier then knows every store is inside the record. */
+	j = 2 * depth;
+	barrier_var(j);
+	if (j > 2 * TB_MAX_DEPTH - 2)
+		return -1;
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	p = &w[j];
+	barrier_var(p);
+	if (bpf_probe_read_kernel(p, sizeof(__u64), &regs->ip) ||
+	    bpf_probe_read_kernel(p + 1, sizeof(__u64), &regs->bp))
+		return -1;
+	fp = p[1];
+	for (i = 1; i < TB_USTACK_DEPTH; i++) {
+		j = 2 * depth + i;
+		barrier_var(j);
+		if (j > 2 * TB_MAX_DEPTH - 2)
+			break;
+		/* p[0] = the caller's rbp, p[1] = the return address */
+		p = &w[j];
+		barrier_var(p);
+		if (fp < FP_LOWEST || bpf_probe_read_user(p, 2 * sizeof(__u64), (void *)fp))
+			break;
+		next = p[0];
+		p[0] = p[1];
+		/* A caller's frame lies above its callee's: a saved rbp that does
+		 * not is no frame pointer (code built without them), and what
+		 * follows it would be garbage at one read, often a fault, each. */
+		if (next <= fp) {
+			i++;
+			break;
+		}
+		fp = next;
+	}
+	return i;
+}
