@@ -205,16 +205,52 @@ struct memo {
  */
 #define MEMO_SETS 2
 
-struct memo_set {
+/*
+ * Where each memo set stands; in the scratch area's first page with the
+ * other fields every sample touches.
+ */
+struct memo_head {
 	__u32 n[2];		/* entries of each buffer */
 	__u32 cur;		/* the buffer the last walk wrote */
 	__u32 pid;		/* ... in this process */
 	__u32 inc;		/* ... image (tb_walk.incarnation) */
 	__u32 pad;
 	__u64 gen;		/* ... at this code generation; 0 = none */
-	struct memo m[2][MEMO];
 };
 
+/*
+ * The two buffers side by side, entry by entry: a walk reads depth d of
+ * one and writes depth d of the other, so a ~45-frame walk stays on one
+ * page (two 3 KiB buffers one after the other took two). A page of its
+ * own per set.
+ */
+struct memo_set {
+	struct memo m[MEMO][2];
+} __attribute__((aligned(4096)));
+
+/*
+ * Thread states of the threads this CPU ran last, by pid << 32 | tid: the
+ * workers of a pre-fork server take turns on a CPU, and one entry (the
+ * last thread) sent every other sample to the `tstates` hash.
+ */
+#ifndef TSC
+#define TSC 8
+#endif
+
+struct ts_slot {
+	__u64 id;
+	__u64 ts;
+};
+
+/*
+ * The area is page-aligned (BPF_F_MMAPABLE) and a multiple of pages per
+ * CPU, and what a sample touches is packed onto as few pages as possible:
+ * in this nested VM each cold page (a TLB miss and cache misses) costs
+ * ~80 ns or more, and between two samples an application evicts them
+ * all. A sample touches the first page (the walk, the caches' heads, buf,
+ * recent), one page of its memo set (3.12+), the window's page and the
+ * stack record's first page (its frames, after the window's tail).
+ */
 struct scratch {
 	/*
 	 * Small and hot first: a BPF load or store takes a 16-bit signed
@@ -222,22 +258,30 @@ struct scratch {
 	 * every access. The 64 KiB stack record goes last.
 	 */
 	struct tb_walk walk;
-	__u64 last_tstate;	/* of last_id: skips a hash lookup while a thread runs */
-	__u64 last_id;		/* pid << 32 | tid it belongs to */
+	__u64 last_tstate;	/* the thread state find_tstate() found */
 	__u64 woke_ns;		/* when a new stack last woke the consumer */
+	struct memo_head mh[MEMO_SETS];
+	struct ts_slot tsc[TSC];
 	__u8 buf[TB_READ_MAX + 8] __attribute__((aligned(8)));
 	struct recent recent[RECENT];
 	struct memo_set memo[MEMO_SETS];
-	__u8 win[WIN + TB_READ_MAX + 8] __attribute__((aligned(8)));
+	__u8 win[WIN + TB_READ_MAX + 8] __attribute__((aligned(4096)));
 	struct tb_stack stack;
-};
+} __attribute__((aligned(4096)));
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);	/* resized to the number of CPUs by userspace */
+	__uint(map_flags, BPF_F_MMAPABLE);	/* values page-aligned (never mapped) */
 	__type(key, __u32);
 	__type(value, struct scratch);
 } scratch SEC(".maps");
+
+/* The slot of thread id (pid << 32 | tid) in s->tsc. */
+static __always_inline struct ts_slot *ts_slot(struct scratch *s, __u64 id)
+{
+	return &s->tsc[(id * 0x9e3779b97f4a7c15ULL) >> 61 & (TSC - 1)];
+}
 
 
 /* What s->win holds: [base, base + len) of the thread's memory. */
@@ -413,15 +457,26 @@ static __always_inline __u64 thread_key(struct tb_walk *L, __u32 tid)
 	return BPF_CORE_READ(task, thread.fsbase);
 }
 
+/* The thread state found for thread id: this CPU's cache and last_tstate. */
+static __always_inline void ts_keep(struct scratch *s, __u64 id, __u64 ts)
+{
+	struct ts_slot *e = ts_slot(s, id);
+
+	e->id = id;
+	e->ts = ts;
+	s->last_tstate = ts;
+}
+
 /* The cached thread state of tid, read into s->buf, as ts_owner() says. */
 static __always_inline int ts_cached(struct scratch *s, __u64 id, __u32 gtid, __u64 tid,
 				     __u64 *ts)
 {
 	struct tb_walk *L = &s->walk;
+	struct ts_slot *e = ts_slot(s, id);
 	__u64 *cached;
 	int m;
 
-	*ts = s->last_id == id ? s->last_tstate : 0;
+	*ts = e->id == id ? e->ts : 0;
 	if (*ts && !read_into(s, L->off.ts_read, *ts) && (m = ts_owner(s, tid)))
 		return m;
 	cached = bpf_map_lookup_elem(&tstates, &gtid);
@@ -566,8 +621,7 @@ static __always_inline int find_tstate_by(struct scratch *s, __u64 id, const int
 	/* A detached one is still the right one unless the thread may have
 	 * entered another interpreter since. */
 	if (m == 1 || (m == 2 && !several_interps(L))) {
-		s->last_id = id;
-		s->last_tstate = ts;
+		ts_keep(s, id, ts);
 		return TS_CACHED;
 	}
 	/* The one it runs; if none, the one already cached, else any. */
@@ -577,8 +631,7 @@ static __always_inline int find_tstate_by(struct scratch *s, __u64 id, const int
 	if (!found || read_into(s, L->off.ts_read, found))
 		return 0;
 	bpf_map_update_elem(&tstates, &gtid, &found, BPF_ANY);
-	s->last_id = id;
-	s->last_tstate = found;
+	ts_keep(s, id, found);
 	return TS_SEARCHED;
 }
 
@@ -675,12 +728,12 @@ __noinline int memo_find(struct scratch *s, struct memo_cursor *mc, struct tb_co
 	ms = &s->memo[mc->set & (MEMO_SETS - 1)];
 	prev = (mc->cur ^ 1) & 1;
 	lo = mc->j;
-	hi = ms->n[prev];
+	hi = s->mh[mc->set & (MEMO_SETS - 1)].n[prev];
 	for (t = 0; t < MEMO_PROBES; t++) {
 		if (lo >= hi || hi > MEMO)
 			return 0;
 		mid = t ? lo + (hi - lo) / 2 : lo;
-		m = &ms->m[prev][mid & (MEMO - 1)];
+		m = &ms->m[mid & (MEMO - 1)][prev];
 		if (!t && m->code == code && m->frame != frame)
 			break;	/* the same caller, moved: a leaf side of another depth */
 		if (m->frame > frame) {
@@ -716,7 +769,7 @@ __noinline int memo_put(struct scratch *s, struct memo_cursor *mc, __u32 depth, 
 		return 0;
 	/* Hide the bound from clang, which would drop the mask the verifier needs. */
 	asm volatile("" : "+r"(depth));
-	m = &s->memo[mc->set & (MEMO_SETS - 1)].m[mc->cur & 1][depth & (MEMO - 1)];
+	m = &s->memo[mc->set & (MEMO_SETS - 1)].m[depth & (MEMO - 1)][mc->cur & 1];
 	m->frame = frame;
 	m->code = seen->addr;
 	m->fp = seen->fp;
@@ -828,7 +881,7 @@ static long walk_step(__u32 i, void *arg)
  */
 __noinline int memo_begin(struct scratch *s, struct memo_cursor *mc, __u32 pid, __u64 interp)
 {
-	struct memo_set *ms;
+	struct memo_head *ms;
 	struct tb_walk *L;
 	__u64 gen = 0;
 
@@ -836,7 +889,7 @@ __noinline int memo_begin(struct scratch *s, struct memo_cursor *mc, __u32 pid, 
 		return 0;
 	L = &s->walk;
 	mc->set = pid & (MEMO_SETS - 1);
-	ms = &s->memo[mc->set];
+	ms = &s->mh[mc->set];
 	mc->cur = (ms->cur ^ 1) & 1;
 	mc->j = 0;
 	mc->hits = 0;
@@ -852,7 +905,7 @@ __noinline int memo_begin(struct scratch *s, struct memo_cursor *mc, __u32 pid, 
 
 static __always_inline void memo_end(struct walk_ctx *c, __u32 pid)
 {
-	struct memo_set *ms = &c->s->memo[c->m.set & (MEMO_SETS - 1)];
+	struct memo_head *ms = &c->s->mh[c->m.set & (MEMO_SETS - 1)];
 
 	c->cnt[TB_C_CODE_MEMO] += c->m.hits;
 	c->cnt[TB_C_FRAMES] += c->ch.depth;
