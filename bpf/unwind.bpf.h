@@ -248,11 +248,12 @@ __noinline int uw_stack(__u32 depth)
 	st->pid = bpf_get_current_pid_tgid() >> 32;
 	if (!bpf_map_lookup_elem(&cfi_procs, &st->pid))
 		return -1;
+	/* The helper's result is a BTF pointer: plain loads, checked by the
+	 * verifier, where three bpf_probe_read_kernel() calls were. */
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	if (bpf_probe_read_kernel(&st->f.rip, sizeof(st->f.rip), &regs->ip) ||
-	    bpf_probe_read_kernel(&st->f.rsp, sizeof(st->f.rsp), &regs->sp) ||
-	    bpf_probe_read_kernel(&st->f.rbp, sizeof(st->f.rbp), &regs->bp))
-		return -1;
+	st->f.rip = regs->ip;
+	st->f.rsp = regs->sp;
+	st->f.rbp = regs->bp;
 	st->f.rbp_known = 1;
 	st->f.exact = 1;
 	cnt[TB_UW_C_STACKS]++;
