@@ -12,7 +12,9 @@
  * only: the verifier checks each once (not once per frame of the walk, nor
  * per caller), and Linux 5.10's tail-call walker, which takes no pointer in
  * a global function's arguments, can call them. Their state lives in the per-CPU `uw_state`:
- * their frames stay small under the 512-byte limit of a call chain.
+ * their frames stay small under the 512-byte limit of a call chain. It
+ * holds the walk, its counters and the memo of rows alike, so a frame
+ * costs one map lookup, not three.
  * bpf_task_pt_regs (5.15) is only named where native_cfi, a constant set
  * by userspace where the kernel has it, lets the verifier reach it.
  */
@@ -45,14 +47,34 @@ static __always_inline int uw_read2(void *ctx, __u64 addr, __u64 *lo, __u64 *hi)
 #define TB_UW_READ2(ctx, addr, lo, hi) uw_read2(ctx, addr, lo, hi)
 #include "unwind.h"
 
+/*
+ * The rows found lately, per CPU, by (pc, pid): the same return addresses
+ * come back sample after sample, and a hit skips both searches (most of a
+ * step's instructions and, in a VM, its TLB misses). uw_gen, bumped by
+ * userspace whenever it changes a process's mappings, retires every entry
+ * at once.
+ */
+#define UW_MEMO 512
+
+struct uw_memo {
+	__u64 key;		/* rip, bit 63: looked up at rip itself (exact) */
+	__u32 pid;
+	__u32 gen;
+	struct tb_cfi_row row;	/* kind TB_CFI_GAP: none (a frame-pointer step) */
+	__u32 pad;
+};
+
 struct uw_state {
 	struct tb_uw_frame f;
 	__u32 pid;
 	__u32 key;		/* a row's index, for its lookup */
-	__u32 slot;		/* the frame's entry in uw_memo, */
+	__u32 slot;		/* the frame's entry in memo, */
 	__u32 gen;		/* ... its uw_gen */
 	__u64 mkey;		/* ... and key */
 	__u64 words[2];		/* the words read last */
+	__u32 rows;		/* this walk's frames stepped by a row, */
+	__u32 fps;		/* ... and by the frame pointer */
+	struct uw_memo memo[UW_MEMO];
 };
 
 static __always_inline int uw_read(void *ctx, __u64 addr, __u64 *dst)
@@ -143,44 +165,21 @@ static __always_inline const struct tb_cfi_row *uw_row(struct uw_state *st,
 	return r && r->pc <= pc ? r : NULL;
 }
 
-/*
- * The rows found lately, per CPU, by (pc, pid): the same return addresses
- * come back sample after sample, and a hit skips both binary searches (most
- * of a step's instructions). uw_gen, bumped by userspace whenever it changes
- * a process's mappings, retires every entry at once.
- */
-volatile __u64 uw_gen;
-
-#define UW_MEMO 512
-
-struct uw_memo {
-	__u64 key;		/* rip, bit 63: looked up at rip itself (exact) */
-	__u32 pid;
-	__u32 gen;
-	struct tb_cfi_row row;	/* kind TB_CFI_GAP: none (a frame-pointer step) */
-	__u32 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct uw_memo[UW_MEMO]);
-} uw_memo SEC(".maps");
+volatile __u64 uw_gen;	/* the memo's generation (struct uw_state) */
 
 /* The searches for uw_state's frame, their row kept in its memo entry. */
 __noinline int uw_fill(void)
 {
 	__u32 zero = 0;
 	struct uw_state *st = bpf_map_lookup_elem(&uw_state, &zero);
-	struct uw_memo *memo = bpf_map_lookup_elem(&uw_memo, &zero), *e;
 	const struct tb_cfi_row *row = NULL;
 	const struct tb_cfi_map *m = NULL;
 	const struct tb_cfi_proc *p;
+	struct uw_memo *e;
 
-	if (!st || !memo)
+	if (!st)
 		return -1;
-	e = &memo[st->slot & (UW_MEMO - 1)];
+	e = &st->memo[st->slot & (UW_MEMO - 1)];
 	p = bpf_map_lookup_elem(&cfi_procs, &st->pid);
 	if (p)
 		m = uw_map(p, st->f.rip);
@@ -209,21 +208,27 @@ __noinline int uw_frame(void)
 {
 	__u32 zero = 0;
 	struct uw_state *st = bpf_map_lookup_elem(&uw_state, &zero);
-	__u64 *cnt = bpf_map_lookup_elem(&uw_stats, &zero);
-	struct uw_memo *memo = bpf_map_lookup_elem(&uw_memo, &zero), *e;
+	struct uw_memo *e;
 	__u64 key;
 
-	if (!st || !cnt || !memo)
+	if (!st)
 		return TB_UW_BAD;
 	key = st->f.rip | ((__u64)!!st->f.exact << 63);
-	st->slot = (key ^ (key >> 9) ^ (key >> 18)) & (UW_MEMO - 1);
-	e = &memo[st->slot & (UW_MEMO - 1)];
+	/* The pid in the slot too: processes of one non-PIE executable share
+	 * its addresses, and sampled in turn on a CPU they evicted each
+	 * other's entries (12 % of frames missed with two on Debian's 3.15). */
+	st->slot = (key ^ (key >> 9) ^ (key >> 18) ^ ((st->pid * 0x9e3779b1u) >> 23)) &
+		   (UW_MEMO - 1);
+	e = &st->memo[st->slot & (UW_MEMO - 1)];
 	if (e->key != key || e->pid != st->pid || e->gen != (__u32)uw_gen) {
 		st->mkey = key;
 		st->gen = (__u32)uw_gen;
 		return UW_MISS;
 	}
-	cnt[e->row.kind != TB_CFI_GAP ? TB_UW_C_ROWS : TB_UW_C_FP]++;
+	if (e->row.kind != TB_CFI_GAP)
+		st->rows++;
+	else
+		st->fps++;
 	return tb_uw_step(&e->row, &st->f, st);
 }
 
@@ -241,7 +246,7 @@ __noinline int uw_stack(__u32 depth)
 	struct scratch *s = bpf_map_lookup_elem(&scratch, &cpu);
 	struct pt_regs *regs;
 	__u64 *ips;
-	int ret;
+	int ret = TB_UW_GO;
 
 	if (!native_cfi || !st || !cnt || !s || depth > TB_MAX_DEPTH - TB_USTACK_DEPTH / 2 - 1)
 		return -1;
@@ -256,7 +261,8 @@ __noinline int uw_stack(__u32 depth)
 	st->f.rbp = regs->bp;
 	st->f.rbp_known = 1;
 	st->f.exact = 1;
-	cnt[TB_UW_C_STACKS]++;
+	st->rows = 0;
+	st->fps = 0;
 	/* The record's frames as u64s, each index masked: the verifier then
 	 * knows every store is inside (depth was checked above, so none wraps). */
 	ips = (__u64 *)s->stack.frames;
@@ -265,11 +271,17 @@ __noinline int uw_stack(__u32 depth)
 		ret = uw_frame();
 		if (ret == UW_MISS)
 			ret = uw_fill() ? TB_UW_BAD : uw_frame();
-		if (ret == TB_UW_END)
-			cnt[TB_UW_C_ENDS]++;
-		if (ret != TB_UW_GO || !st->f.rip)
-			return i + 1;
+		if (ret != TB_UW_GO || !st->f.rip) {
+			i++;
+			break;
+		}
 	}
+	/* The walk's counts, once: not a map lookup per frame. */
+	cnt[TB_UW_C_STACKS]++;
+	cnt[TB_UW_C_ROWS] += st->rows;
+	cnt[TB_UW_C_FP] += st->fps;
+	if (ret == TB_UW_END)
+		cnt[TB_UW_C_ENDS]++;
 	return i;
 }
 
