@@ -142,6 +142,35 @@ static __always_inline const struct tb_cfi_map *uw_map(const struct tb_cfi_proc 
 	return m->start <= pc && pc < m->end ? m : NULL;
 }
 
+/*
+ * The mapping's rows that may govern vaddr pc, by its page index (struct
+ * tb_cfi_map): *base and *len narrowed; 0 when pc is below every row.
+ */
+static __always_inline int uw_pages(struct uw_state *st, const struct tb_cfi_map *m, __u64 pc,
+				    __u32 *base, __u32 *len)
+{
+	const struct tb_cfi_row *ix;
+	__u64 page = pc >> TB_CFI_PAGE_SHIFT;
+	__u32 lo, hi;
+
+	if (!m->npages)
+		return 1;
+	if (page < m->page0)
+		return 0;
+	page -= m->page0;
+	st->key = m->first + m->nrows + (page < m->npages ? (__u32)page : m->npages - 1);
+	ix = bpf_map_lookup_elem(&cfi_rows, &st->key);
+	if (!ix)
+		return 0;
+	lo = ix->pc;
+	hi = (__u32)ix->cfa_off;
+	if (lo >= hi || hi > m->nrows)	/* not an index userspace wrote */
+		return 1;
+	*base = m->first + lo;
+	*len = hi - lo;
+	return 1;
+}
+
 /* The row governing vaddr pc in the mapping's rows (the last at or below it). */
 static __always_inline const struct tb_cfi_row *uw_row(struct uw_state *st,
 							const struct tb_cfi_map *m, __u64 pc)
@@ -150,6 +179,8 @@ static __always_inline const struct tb_cfi_row *uw_row(struct uw_state *st,
 	const struct tb_cfi_row *r;
 
 	if (pc >> 32 || !len)	/* rows hold 32-bit vaddrs */
+		return NULL;
+	if (!uw_pages(st, m, pc, &base, &len))
 		return NULL;
 	for (i = 0; i < UW_ROW_STEPS && len > 1; i++) {
 		half = len / 2;

@@ -32,6 +32,8 @@ struct loaded {
 	const struct cfi_table *t;
 	uint32_t first;
 	uint32_t n;		/* 0: did not fit */
+	uint32_t page0;		/* its page index (struct tb_cfi_map), */
+	uint32_t npages;	/* ... after the rows; 0: none */
 };
 
 struct described {
@@ -102,20 +104,70 @@ static int grow(void **v, size_t *cap, size_t n, size_t size)
 	return 0;
 }
 
-/* Rows [0, n) of t to cfi_rows[first...]. */
-static int write_rows(int fd, const struct cfi_table *t, uint32_t first)
+/* rows[0, n) to cfi_rows[first...]. */
+static int write_rows(int fd, const struct tb_cfi_row *rows, size_t n, uint32_t first)
 {
 	uint32_t keys[BATCH], i, k, count;
 	LIBBPF_OPTS(bpf_map_batch_opts, opts);
 
-	for (i = 0; i < t->nrows; i += count) {
-		count = t->nrows - i < BATCH ? (uint32_t)(t->nrows - i) : BATCH;
+	for (i = 0; i < n; i += count) {
+		count = n - i < BATCH ? (uint32_t)(n - i) : BATCH;
 		for (k = 0; k < count; k++)
 			keys[k] = first + i + k;
-		if (bpf_map_update_batch(fd, keys, &t->rows[i], &count, &opts))
+		if (bpf_map_update_batch(fd, keys, &rows[i], &count, &opts))
 			return -errno;
 	}
 	return 0;
+}
+
+/*
+ * The page index of t's rows (struct tb_cfi_map), npages entries from page
+ * page0, into cfi_rows[first...]: entry k holds the rows [lo, hi) that may
+ * govern an address of its page, lo the last row at or below the page's
+ * start (or the first row), hi the first row beyond the page's end (the
+ * last entry: every row).
+ */
+static int write_index(int fd, const struct cfi_table *t, uint32_t page0, uint32_t npages,
+		       uint32_t first)
+{
+	struct tb_cfi_row *ix = calloc(npages, sizeof(*ix));
+	size_t below = 0, before = 0;	/* rows <= the page's start; < its end */
+	uint64_t start;
+	uint32_t k;
+	int err;
+
+	if (!ix)
+		return -ENOMEM;
+	for (k = 0; k < npages; k++) {
+		start = (uint64_t)(page0 + k) << TB_CFI_PAGE_SHIFT;
+		while (below < t->nrows && t->rows[below].pc <= start)
+			below++;
+		while (before < t->nrows && t->rows[before].pc < start + (1u << TB_CFI_PAGE_SHIFT))
+			before++;
+		ix[k].pc = below ? (uint32_t)below - 1 : 0;
+		ix[k].cfa_off = (int32_t)(k + 1 == npages ? t->nrows : before);
+	}
+	err = write_rows(fd, ix, npages, first);
+	free(ix);
+	return err;
+}
+
+/*
+ * t's page index after its rows, where it fits: no bigger than the rows
+ * (a sparse file searches them whole instead).
+ */
+static void load_index(struct cfi_maps *cm, struct loaded *l)
+{
+	const struct cfi_table *t = l->t;
+	uint32_t page0 = t->rows[0].pc >> TB_CFI_PAGE_SHIFT;
+	uint32_t npages = (t->rows[t->nrows - 1].pc >> TB_CFI_PAGE_SHIFT) - page0 + 1;
+
+	if (npages > t->nrows || npages > cm->max_rows - cm->used ||
+	    write_index(cm->rows_fd, t, page0, npages, cm->used))
+		return;
+	l->page0 = page0;
+	l->npages = npages;
+	cm->used += npages;
 }
 
 /* The map stretch of t, written the first time; n 0 if it does not fit. */
@@ -139,7 +191,7 @@ static const struct loaded *load_table(struct cfi_maps *cm, const struct cfi_tab
 			path, t->nrows, cm->used, cm->max_rows);
 		return l;
 	}
-	err = write_rows(cm->rows_fd, t, cm->used);
+	err = write_rows(cm->rows_fd, t->rows, t->nrows, cm->used);
 	if (err) {
 		tb_warn("--native: unwind table of %s: cannot load: %s (its frames are unwound by frame pointers)",
 			path, strerror(-err));
@@ -148,6 +200,7 @@ static const struct loaded *load_table(struct cfi_maps *cm, const struct cfi_tab
 	l->n = (uint32_t)t->nrows;
 	cm->used += l->n;
 	cm->st.tables++;
+	load_index(cm, l);
 	return l;
 }
 
@@ -209,6 +262,7 @@ static void describe(struct cfi_maps *cm, pid_t pid, const struct proc_map *m)
 	}
 	cm->desc.maps[cm->desc.n++] = (struct tb_cfi_map){
 		.start = m->start, .end = m->end, .bias = bias, .first = l->first, .nrows = l->n,
+		.page0 = l->page0, .npages = l->npages,
 	};
 }
 
