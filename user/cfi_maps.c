@@ -120,33 +120,36 @@ static int write_rows(int fd, const struct tb_cfi_row *rows, size_t n, uint32_t 
 	return 0;
 }
 
-/*
- * The page index of t's rows (struct tb_cfi_map), npages entries from page
- * page0, into cfi_rows[first...]: entry k holds the rows [lo, hi) that may
- * govern an address of its page, lo the last row at or below the page's
- * start (or the first row), hi the first row beyond the page's end (the
- * last entry: every row).
- */
-static int write_index(int fd, const struct cfi_table *t, uint32_t page0, uint32_t npages,
-		       uint32_t first)
+void cfi_page_index(const struct cfi_table *t, uint32_t page0, uint32_t npages,
+		    struct tb_cfi_row *ix)
 {
-	struct tb_cfi_row *ix = calloc(npages, sizeof(*ix));
 	size_t below = 0, before = 0;	/* rows <= the page's start; < its end */
 	uint64_t start;
 	uint32_t k;
-	int err;
 
-	if (!ix)
-		return -ENOMEM;
 	for (k = 0; k < npages; k++) {
 		start = (uint64_t)(page0 + k) << TB_CFI_PAGE_SHIFT;
 		while (below < t->nrows && t->rows[below].pc <= start)
 			below++;
 		while (before < t->nrows && t->rows[before].pc < start + (1u << TB_CFI_PAGE_SHIFT))
 			before++;
-		ix[k].pc = below ? (uint32_t)below - 1 : 0;
-		ix[k].cfa_off = (int32_t)(k + 1 == npages ? t->nrows : before);
+		ix[k] = (struct tb_cfi_row){
+			.pc = below ? (uint32_t)below - 1 : 0,
+			.cfa_off = (int32_t)(k + 1 == npages ? t->nrows : before),
+		};
 	}
+}
+
+/* t's page index (cfi_page_index()) into cfi_rows[first...]. */
+static int write_index(int fd, const struct cfi_table *t, uint32_t page0, uint32_t npages,
+		       uint32_t first)
+{
+	struct tb_cfi_row *ix = calloc(npages, sizeof(*ix));
+	int err;
+
+	if (!ix)
+		return -ENOMEM;
+	cfi_page_index(t, page0, npages, ix);
 	err = write_rows(fd, ix, npages, first);
 	free(ix);
 	return err;
