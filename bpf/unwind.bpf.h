@@ -290,8 +290,9 @@ __noinline int uw_frame(void)
 	/* The pid in the slot too: processes of one non-PIE executable share
 	 * its addresses, and sampled in turn on a CPU they evicted each
 	 * other's entries (12 % of frames missed with two on Debian's 3.15). */
-	st->slot = (key ^ (key >> 9) ^ (key >> 18) ^ ((st->pid * 0x9e3779b1u) >> 23)) &
-		   (UW_MEMO - 1);
+	/* XORs only, masked last: Linux 5.10's verifier lost the bounds of
+	 * a multiplied pid and refused the index. */
+	st->slot = (key ^ (key >> 9) ^ (key >> 18) ^ st->pid ^ (st->pid >> 9)) & (UW_MEMO - 1);
 	e = &st->memo[st->slot & (UW_MEMO - 1)];
 	if (e->key != key || e->pid != st->pid || e->gen != (__u32)uw_gen) {
 		st->mkey = key;
