@@ -12,7 +12,9 @@
  * only: the verifier checks each once (not once per frame of the walk, nor
  * per caller), and Linux 5.10's tail-call walker, which takes no pointer in
  * a global function's arguments, can call them. Their state lives in the per-CPU `uw_state`:
- * their frames stay small under the 512-byte limit of a call chain.
+ * their frames stay small under the 512-byte limit of a call chain. It
+ * holds the walk, its counters and the memo of rows alike, so a frame
+ * costs one map lookup, not three.
  * bpf_task_pt_regs (5.15) is only named where native_cfi, a constant set
  * by userspace where the kernel has it, lets the verifier reach it.
  */
@@ -38,7 +40,8 @@ struct {
 
 /*
  * Reads land in the per-CPU state (ctx), not on the stack: uw_frame()'s
- * frame then stays at 32 bytes, the least a function takes of the 512.
+ * frame then stays small under the 512 bytes of a call chain. They are
+ * served from a window of the stack read at once (uw_win()).
  */
 static __always_inline int uw_read(void *ctx, __u64 addr, __u64 *dst);
 static __always_inline int uw_read2(void *ctx, __u64 addr, __u64 *lo, __u64 *hi);
@@ -47,20 +50,75 @@ static __always_inline int uw_read2(void *ctx, __u64 addr, __u64 *lo, __u64 *hi)
 #define TB_UW_READ2(ctx, addr, lo, hi) uw_read2(ctx, addr, lo, hi)
 #include "unwind.h"
 
+/*
+ * The rows found lately, per CPU, by (pc, pid): the same return addresses
+ * come back sample after sample, and a hit skips both searches (most of a
+ * step's instructions and, in a VM, its TLB misses). uw_gen, bumped by
+ * userspace whenever it changes a process's mappings, retires every entry
+ * at once.
+ */
+#define UW_MEMO 512
+#define UW_WIN 4096		/* a page: the most of the stack a read takes at once */
+
+struct uw_memo {
+	__u64 key;		/* rip, bit 63: looked up at rip itself (exact) */
+	__u32 pid;
+	__u32 gen;
+	struct tb_cfi_row row;	/* kind TB_CFI_GAP: none (a frame-pointer step) */
+	__u32 pad;
+};
+
 struct uw_state {
 	struct tb_uw_frame f;
 	__u32 pid;
 	__u32 key;		/* a row's index, for its lookup */
-	__u32 slot;		/* the frame's entry in uw_memo, */
+	__u32 slot;		/* the frame's entry in memo, */
 	__u32 gen;		/* ... its uw_gen */
 	__u64 mkey;		/* ... and key */
 	__u64 words[2];		/* the words read last */
+	__u32 rows;		/* this walk's frames stepped by a row, */
+	__u32 fps;		/* ... and by the frame pointer */
+	struct uw_memo memo[UW_MEMO];
+	__u64 win_lo;		/* the stack window's address, */
+	__u64 win_len;		/* ... its bytes (0: none) */
+	__u64 win[UW_WIN / 8];
 };
+
+/*
+ * The index in st->win of the n (8 or 16) bytes at addr, the window read
+ * anew from addr to its page's end if they are not in it; -1 if it cannot
+ * hold them. The walk goes up the stack, so the frames above a read come
+ * next: one bpf_probe_read_user() serves every frame on that page, where
+ * each frame's read cost one (~40 ns each here, of a ~100 ns step). The
+ * window stops at the page's end: the page above the stack's top is
+ * unmapped, and a read failing there would lose the frames below it.
+ */
+static __always_inline long uw_win(struct uw_state *st, __u64 addr, __u32 n)
+{
+	__u64 off = addr - st->win_lo, len;
+
+	if (addr & 7)
+		return -1;
+	if (off < st->win_len && st->win_len - off >= n)
+		return off >> 3;
+	len = UW_WIN - (addr & (UW_WIN - 1));
+	st->win_len = 0;
+	if (len < n || bpf_probe_read_user(st->win, len, (void *)addr))
+		return -1;
+	st->win_lo = addr;
+	st->win_len = len;
+	return 0;
+}
 
 static __always_inline int uw_read(void *ctx, __u64 addr, __u64 *dst)
 {
 	struct uw_state *st = ctx;
+	long i = uw_win(st, addr, 8);
 
+	if (i >= 0) {
+		*dst = st->win[i & (UW_WIN / 8 - 1)];
+		return 0;
+	}
 	if (bpf_probe_read_user(st->words, 8, (void *)addr))
 		return -1;
 	*dst = st->words[0];
@@ -70,7 +128,13 @@ static __always_inline int uw_read(void *ctx, __u64 addr, __u64 *dst)
 static __always_inline int uw_read2(void *ctx, __u64 addr, __u64 *lo, __u64 *hi)
 {
 	struct uw_state *st = ctx;
+	long i = uw_win(st, addr, 16);
 
+	if (i >= 0) {
+		*lo = st->win[i & (UW_WIN / 8 - 1)];
+		*hi = st->win[(i + 1) & (UW_WIN / 8 - 1)];
+		return 0;
+	}
 	if (bpf_probe_read_user(st->words, 16, (void *)addr))
 		return -1;
 	*lo = st->words[0];
@@ -122,6 +186,35 @@ static __always_inline const struct tb_cfi_map *uw_map(const struct tb_cfi_proc 
 	return m->start <= pc && pc < m->end ? m : NULL;
 }
 
+/*
+ * The mapping's rows that may govern vaddr pc, by its page index (struct
+ * tb_cfi_map): *base and *len narrowed; 0 when pc is below every row.
+ */
+static __always_inline int uw_pages(struct uw_state *st, const struct tb_cfi_map *m, __u64 pc,
+				    __u32 *base, __u32 *len)
+{
+	const struct tb_cfi_row *ix;
+	__u64 page = pc >> TB_CFI_PAGE_SHIFT;
+	__u32 lo, hi;
+
+	if (!m->npages)
+		return 1;
+	if (page < m->page0)
+		return 0;
+	page -= m->page0;
+	st->key = m->first + m->nrows + (page < m->npages ? (__u32)page : m->npages - 1);
+	ix = bpf_map_lookup_elem(&cfi_rows, &st->key);
+	if (!ix)
+		return 0;
+	lo = ix->pc;
+	hi = (__u32)ix->cfa_off;
+	if (lo >= hi || hi > m->nrows)	/* not an index userspace wrote */
+		return 1;
+	*base = m->first + lo;
+	*len = hi - lo;
+	return 1;
+}
+
 /* The row governing vaddr pc in the mapping's rows (the last at or below it). */
 static __always_inline const struct tb_cfi_row *uw_row(struct uw_state *st,
 							const struct tb_cfi_map *m, __u64 pc)
@@ -130,6 +223,8 @@ static __always_inline const struct tb_cfi_row *uw_row(struct uw_state *st,
 	const struct tb_cfi_row *r;
 
 	if (pc >> 32 || !len)	/* rows hold 32-bit vaddrs */
+		return NULL;
+	if (!uw_pages(st, m, pc, &base, &len))
 		return NULL;
 	for (i = 0; i < UW_ROW_STEPS && len > 1; i++) {
 		half = len / 2;
@@ -145,30 +240,7 @@ static __always_inline const struct tb_cfi_row *uw_row(struct uw_state *st,
 	return r && r->pc <= pc ? r : NULL;
 }
 
-/*
- * The rows found lately, per CPU, by (pc, pid): the same return addresses
- * come back sample after sample, and a hit skips both binary searches (most
- * of a step's instructions). uw_gen, bumped by userspace whenever it changes
- * a process's mappings, retires every entry at once.
- */
-volatile __u64 uw_gen;
-
-#define UW_MEMO 512
-
-struct uw_memo {
-	__u64 key;		/* rip, bit 63: looked up at rip itself (exact) */
-	__u32 pid;
-	__u32 gen;
-	struct tb_cfi_row row;	/* kind TB_CFI_GAP: none (a frame-pointer step) */
-	__u32 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct uw_memo[UW_MEMO]);
-} uw_memo SEC(".maps");
+volatile __u64 uw_gen;	/* the memo's generation (struct uw_state) */
 
 /*
  * The pc is in none of the mappings of a process whose mappings are all
@@ -192,14 +264,14 @@ __noinline int uw_fill(void)
 {
 	__u32 zero = 0;
 	struct uw_state *st = bpf_map_lookup_elem(&uw_state, &zero);
-	struct uw_memo *memo = bpf_map_lookup_elem(&uw_memo, &zero), *e;
 	const struct tb_cfi_row *row = NULL;
 	const struct tb_cfi_map *m = NULL;
 	const struct tb_cfi_proc *p;
+	struct uw_memo *e;
 
-	if (!st || !memo)
+	if (!st)
 		return -1;
-	e = &memo[st->slot & (UW_MEMO - 1)];
+	e = &st->memo[st->slot & (UW_MEMO - 1)];
 	p = bpf_map_lookup_elem(&cfi_procs, &st->pid);
 	if (p)
 		m = uw_map(p, st->f.rip);
@@ -230,21 +302,28 @@ __noinline int uw_frame(void)
 {
 	__u32 zero = 0;
 	struct uw_state *st = bpf_map_lookup_elem(&uw_state, &zero);
-	__u64 *cnt = bpf_map_lookup_elem(&uw_stats, &zero);
-	struct uw_memo *memo = bpf_map_lookup_elem(&uw_memo, &zero), *e;
+	struct uw_memo *e;
 	__u64 key;
 
-	if (!st || !cnt || !memo)
+	if (!st)
 		return TB_UW_BAD;
 	key = st->f.rip | ((__u64)!!st->f.exact << 63);
-	st->slot = (key ^ (key >> 9) ^ (key >> 18)) & (UW_MEMO - 1);
-	e = &memo[st->slot & (UW_MEMO - 1)];
+	/* The pid in the slot too: processes of one non-PIE executable share
+	 * its addresses, and sampled in turn on a CPU they evicted each
+	 * other's entries (12 % of frames missed with two on Debian's 3.15). */
+	/* XORs only, masked last: Linux 5.10's verifier lost the bounds of
+	 * a multiplied pid and refused the index. */
+	st->slot = (key ^ (key >> 9) ^ (key >> 18) ^ st->pid ^ (st->pid >> 9)) & (UW_MEMO - 1);
+	e = &st->memo[st->slot & (UW_MEMO - 1)];
 	if (e->key != key || e->pid != st->pid || e->gen != (__u32)uw_gen) {
 		st->mkey = key;
 		st->gen = (__u32)uw_gen;
 		return UW_MISS;
 	}
-	cnt[e->row.kind != TB_CFI_GAP ? TB_UW_C_ROWS : TB_UW_C_FP]++;
+	if (e->row.kind != TB_CFI_GAP)
+		st->rows++;
+	else
+		st->fps++;
 	return tb_uw_step(&e->row, &st->f, st);
 }
 
@@ -262,21 +341,24 @@ __noinline int uw_stack(__u32 depth)
 	struct scratch *s = bpf_map_lookup_elem(&scratch, &cpu);
 	struct pt_regs *regs;
 	__u64 *ips;
-	int ret;
+	int ret = TB_UW_GO;
 
 	if (!native_cfi || !st || !cnt || !s || depth > TB_MAX_DEPTH - TB_USTACK_DEPTH / 2 - 1)
 		return -1;
 	st->pid = bpf_get_current_pid_tgid() >> 32;
 	if (!bpf_map_lookup_elem(&cfi_procs, &st->pid))
 		return -1;
+	/* The helper's result is a BTF pointer: plain loads, checked by the
+	 * verifier, where three bpf_probe_read_kernel() calls were. */
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	if (bpf_probe_read_kernel(&st->f.rip, sizeof(st->f.rip), &regs->ip) ||
-	    bpf_probe_read_kernel(&st->f.rsp, sizeof(st->f.rsp), &regs->sp) ||
-	    bpf_probe_read_kernel(&st->f.rbp, sizeof(st->f.rbp), &regs->bp))
-		return -1;
+	st->f.rip = regs->ip;
+	st->f.rsp = regs->sp;
+	st->f.rbp = regs->bp;
 	st->f.rbp_known = 1;
 	st->f.exact = 1;
-	cnt[TB_UW_C_STACKS]++;
+	st->rows = 0;
+	st->fps = 0;
+	st->win_len = 0;
 	/* The record's frames as u64s, each index masked: the verifier then
 	 * knows every store is inside (depth was checked above, so none wraps). */
 	ips = (__u64 *)s->stack.frames;
@@ -285,11 +367,17 @@ __noinline int uw_stack(__u32 depth)
 		ret = uw_frame();
 		if (ret == UW_MISS)
 			ret = uw_fill() ? TB_UW_BAD : uw_frame();
-		if (ret == TB_UW_END)
-			cnt[TB_UW_C_ENDS]++;
-		if (ret != TB_UW_GO || !st->f.rip)
-			return i + 1;
+		if (ret != TB_UW_GO || !st->f.rip) {
+			i++;
+			break;
+		}
 	}
+	/* The walk's counts, once: not a map lookup per frame. */
+	cnt[TB_UW_C_STACKS]++;
+	cnt[TB_UW_C_ROWS] += st->rows;
+	cnt[TB_UW_C_FP] += st->fps;
+	if (ret == TB_UW_END)
+		cnt[TB_UW_C_ENDS]++;
 	return i;
 }
 

@@ -141,20 +141,80 @@ void cfi_maps_free(struct cfi_maps *cm)
 	free(cm);
 }
 
-/* Rows [0, n) of t to cfi_rows[first...]. */
-static int write_rows(int fd, const struct cfi_table *t, uint32_t first)
+/* rows[0, n) to cfi_rows[first...]. */
+static int write_rows(int fd, const struct tb_cfi_row *rows, size_t n, uint32_t first)
 {
 	uint32_t keys[BATCH], i, k, count;
 	LIBBPF_OPTS(bpf_map_batch_opts, opts);
 
-	for (i = 0; i < t->nrows; i += count) {
-		count = t->nrows - i < BATCH ? (uint32_t)(t->nrows - i) : BATCH;
+	for (i = 0; i < n; i += count) {
+		count = n - i < BATCH ? (uint32_t)(n - i) : BATCH;
 		for (k = 0; k < count; k++)
 			keys[k] = first + i + k;
-		if (bpf_map_update_batch(fd, keys, &t->rows[i], &count, &opts))
+		if (bpf_map_update_batch(fd, keys, &rows[i], &count, &opts))
 			return -errno;
 	}
 	return 0;
+}
+
+void cfi_page_index(const struct cfi_table *t, uint32_t page0, uint32_t npages,
+		    struct tb_cfi_row *ix)
+{
+	size_t below = 0, before = 0;	/* rows <= the page's start; < its end */
+	uint64_t start;
+	uint32_t k;
+
+	for (k = 0; k < npages; k++) {
+		start = (uint64_t)(page0 + k) << TB_CFI_PAGE_SHIFT;
+		while (below < t->nrows && t->rows[below].pc <= start)
+			below++;
+		while (before < t->nrows && t->rows[before].pc < start + (1u << TB_CFI_PAGE_SHIFT))
+			before++;
+		ix[k] = (struct tb_cfi_row){
+			.pc = below ? (uint32_t)below - 1 : 0,
+			.cfa_off = (int32_t)(k + 1 == npages ? t->nrows : before),
+		};
+	}
+}
+
+/* t's page index (cfi_page_index()) into cfi_rows[first...]. */
+static int write_index(int fd, const struct cfi_table *t, uint32_t page0, uint32_t npages,
+		       uint32_t first)
+{
+	struct tb_cfi_row *ix = calloc(npages, sizeof(*ix));
+	int err;
+
+	if (!ix)
+		return -ENOMEM;
+	cfi_page_index(t, page0, npages, ix);
+	err = write_rows(fd, ix, npages, first);
+	free(ix);
+	return err;
+}
+
+/*
+ * The pages t's index covers (page0 the first): its rows' span in pages,
+ * 0 (no index: the rows searched whole) for a file sparser than a row a
+ * page. The index goes right after the rows, in the same stretch.
+ */
+static uint32_t index_pages(const struct cfi_table *t, uint32_t *page0)
+{
+	uint32_t n;
+
+	*page0 = t->rows[0].pc >> TB_CFI_PAGE_SHIFT;
+	n = (t->rows[t->nrows - 1].pc >> TB_CFI_PAGE_SHIFT) - *page0 + 1;
+	return n > t->nrows ? 0 : n;
+}
+
+/* Rows and page index of t to cfi_rows[first...]. */
+static int write_table(int fd, const struct cfi_table *t, uint32_t first)
+{
+	uint32_t page0, npages = index_pages(t, &page0);
+	int err = write_rows(fd, t->rows, t->nrows, first);
+
+	if (!err && npages)
+		err = write_index(fd, t, page0, npages, first + (uint32_t)t->nrows);
+	return err;
 }
 
 /*
@@ -164,7 +224,8 @@ static int write_rows(int fd, const struct cfi_table *t, uint32_t first)
 static int load_table(struct cfi_maps *cm, const struct cfi_table *t, const char *path,
 		      struct cfi_held *h)
 {
-	int ret = cfi_store_get(&cm->store, t, (uint32_t)t->nrows, h), err;
+	uint32_t page0, size = (uint32_t)t->nrows + index_pages(t, &page0);
+	int ret = cfi_store_get(&cm->store, t, size, h), err;
 	uint64_t held, idle;
 
 	if (ret < 0)
@@ -176,7 +237,7 @@ static int load_table(struct cfi_maps *cm, const struct cfi_table *t, const char
 	}
 	if (ret == 0)
 		return 0;
-	err = write_rows(cm->rows_fd, t, h->first);
+	err = write_table(cm->rows_fd, t, h->first);
 	if (err) {
 		tb_warn("--native: unwind table of %s: cannot load: %s (its frames are unwound by frame pointers)",
 			path, strerror(-err));
@@ -250,10 +311,13 @@ static void describe(struct cfi_maps *cm, pid_t pid, const struct proc_map *m, i
 {
 	char path[4200];
 	struct cfi_held h = { .n = 0 };
+	const struct cfi_table *t;
+	uint32_t page0 = 0, npages = 0;
 	uint64_t bias = 0;
 
 	mapped_path(path, sizeof(path), pid, m);
-	if (!hold(cm, path, m, &h) || map_bias(path, m, &bias)) {
+	t = hold(cm, path, m, &h);
+	if (!t || map_bias(path, m, &bias)) {
 		h.n = 0;
 		bias = 0;
 	}
@@ -261,8 +325,11 @@ static void describe(struct cfi_maps *cm, pid_t pid, const struct proc_map *m, i
 		return;
 	if (cm->desc.n == TB_CFI_MAPS)
 		return;		/* not all: said by the caller */
+	if (h.n)	/* h.n: the rows and their index */
+		npages = index_pages(t, &page0);
 	cm->desc.maps[cm->desc.n++] = (struct tb_cfi_map){
-		.start = m->start, .end = m->end, .bias = bias, .first = h.first, .nrows = h.n,
+		.start = m->start, .end = m->end, .bias = bias, .first = h.first,
+		.nrows = h.n ? (uint32_t)t->nrows : 0, .page0 = page0, .npages = npages,
 	};
 }
 

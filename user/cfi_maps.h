@@ -54,4 +54,16 @@ void cfi_maps_rescan(struct cfi_maps *cm);
 size_t cfi_maps_changed(struct cfi_maps *cm, pid_t *out, size_t max);
 void cfi_maps_stats(struct cfi_maps *cm, struct cfi_maps_stats *out);
 
+struct cfi_table;
+struct tb_cfi_row;
+/*
+ * The page index of t's rows (struct tb_cfi_map, bpf/tachyon.h), npages
+ * entries from page page0, into ix: entry k holds in its pc and cfa_off the
+ * rows [lo, hi) that may govern an address of its page, lo the last row at
+ * or below the page's start (or the first row), hi the first row beyond the
+ * page's end (the last entry: every row, for the addresses above it too).
+ */
+void cfi_page_index(const struct cfi_table *t, uint32_t page0, uint32_t npages,
+		    struct tb_cfi_row *ix);
+
 #endif

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "cfi.h"
+#include "cfi_maps.h"
 
 #define VADDR	0x10000u	/* where the synthetic section is "loaded" */
 
@@ -438,6 +439,60 @@ static void test_unwind(void **state)
 	assert_string_equal(cfi_stop_name(CFI_STOP_END), "end of stack");
 }
 
+/* ---- The page index: the rows a lookup searches (bpf/unwind.bpf.h) ---- */
+
+/* The last row at or below pc among rows[lo, hi), or -1. */
+static long last_at_or_below(const struct tb_cfi_row *rows, size_t lo, size_t hi, uint64_t pc)
+{
+	long r = -1;
+
+	for (; lo < hi; lo++)
+		if (rows[lo].pc <= pc)
+			r = (long)lo;
+	return r;
+}
+
+/* uw_pages()'s narrowing, then the search in what is left. */
+static long by_index(const struct cfi_table *t, const struct tb_cfi_row *ix, uint32_t page0,
+		     uint32_t npages, uint64_t pc)
+{
+	uint64_t page = pc >> TB_CFI_PAGE_SHIFT;
+	const struct tb_cfi_row *e;
+
+	if (page < page0)
+		return -1;
+	page -= page0;
+	e = &ix[page < npages ? page : npages - 1];
+	assert_true(e->pc < (uint32_t)e->cfa_off && (uint32_t)e->cfa_off <= t->nrows);
+	return last_at_or_below(t->rows, e->pc, (uint32_t)e->cfa_off, pc);
+}
+
+static void test_page_index(void **state)
+{
+	/* A first row mid-page, a crowded page, pages without rows, a row on
+	 * a page's first byte, a last row with addresses above it. */
+	static struct tb_cfi_row rows[] = {
+		{ .pc = 0x10800 }, { .pc = 0x10900 }, { .pc = 0x10fff },
+		{ .pc = 0x11000 }, { .pc = 0x11001 }, { .pc = 0x11002 }, { .pc = 0x11ff0 },
+		{ .pc = 0x14010 }, { .pc = 0x15000 }, { .pc = 0x16abc },
+	};
+	struct cfi_table t = { .rows = rows, .nrows = sizeof(rows) / sizeof(rows[0]) };
+	uint32_t page0 = 0x10, npages = 0x16 - 0x10 + 1;
+	struct tb_cfi_row ix[7];
+	uint64_t pc;
+
+	(void)state;
+	cfi_page_index(&t, page0, npages, ix);
+	for (pc = 0xf000; pc < 0x19000; pc++)
+		assert_int_equal(by_index(&t, ix, page0, npages, pc),
+				 last_at_or_below(rows, 0, t.nrows, pc));
+	/* A page searches its own rows, from the one governing its start. */
+	assert_int_equal(ix[1].pc, 3);
+	assert_int_equal(ix[1].cfa_off, 7);
+	assert_int_equal(ix[2].pc, 6);		/* no rows: the one before */
+	assert_int_equal(ix[2].cfa_off, 7);
+}
+
 /* ---- A real ELF: this test's own image, with and without section headers -- */
 
 static uint8_t *self_image(size_t *len)
@@ -506,6 +561,7 @@ int main(void)
 		cmocka_unit_test(test_debug_frame),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_unwind),
+		cmocka_unit_test(test_page_index),
 		cmocka_unit_test(test_self_elf),
 	};
 
