@@ -508,7 +508,9 @@ static int finish(struct py_layout *l)
 	    TB_READ_MAX ||
 	    max16(max16(w->co_type, w->co_fp), w->co_fp2 == NO ? 0 : w->co_fp2) > TB_READ_MAX ||
 	    (w->ts_exc != NO && w->ts_exc > TB_READ_MAX) ||
-	    (w->ts_status != NO && w->ts_status > TB_READ_MAX))
+	    (w->ts_status != NO && w->ts_status > TB_READ_MAX) ||
+	    (w->fr_entry != NO && w->fr_entry > TB_READ_MAX) ||
+	    ((w->features & TB_F_TLBC) && w->fr_tlbc > TB_READ_MAX))
 		return LAYOUT_INCONSISTENT;
 	w->ts_read = max16(max16(w->ts_native_tid, w->ts_interp),
 			   max16(w->ts_next, w->ts_frame)) + 8;
