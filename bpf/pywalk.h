@@ -164,7 +164,7 @@ struct tb_chain {
 	__u32 bottom_ok;	/* the last frame seen may end a chain */
 	__u32 check_next;	/* the leaf had not started: vouch for its caller */
 	__u32 check_entry;	/* the first entry frame is still to be vouched for */
-	__u32 pad;
+	__u32 empty_eval;	/* --native: a shim with no frame above it, for the next frame */
 	struct tb_code code;	/* the code object of the last frame recorded */
 };
 
@@ -568,6 +568,7 @@ TB_INLINE void tb_chain_restart(struct tb_chain *ch, __u64 frame)
 	ch->check_next = 0;
 	ch->bottom_ok = 1;
 	ch->code.addr = 0;	/* it came from the dead chain */
+	ch->empty_eval = 1;	/* that eval runs, with no frame of its own yet */
 }
 
 /* The stack id: the frames' hash, then the flags that are its identity. */

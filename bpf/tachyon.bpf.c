@@ -833,18 +833,31 @@ static __always_inline int entry_step(struct tb_walk *L, const __u8 *fr, int ste
 	return step == TB_STEP_NEXT && (tb_frameobj(L) || tb_frame_is_entry(L, fr));
 }
 
-/* --native: mark the frame recorded last as its eval's first (TB_CODE_ENTRY). */
-static __always_inline void mark_entry(struct walk_ctx *c)
+/* --native: mark the frame recorded last (TB_CODE_ENTRY, TB_CODE_EMPTY_EVAL). */
+static __always_inline void mark_frame(struct walk_ctx *c, __u64 bit)
 {
-	struct tb_frame *f;
+	struct tb_frame *f = &c->s->stack.frames[(c->ch.depth - 1) & (TB_MAX_DEPTH - 1)];
 
-	if (!c->ch.depth)
+	f->code |= bit;
+	c->ch.hash = tb_hash_mix(c->ch.hash, bit);
+}
+
+/*
+ * --native: mark the frame recorded last as its eval's first. A shim with
+ * no frame above it (the leaf, or right after another shim) is an eval
+ * invocation without Python frames: said on the next frame recorded. Two
+ * in a row are not said: the merge then finds an eval too many and marks
+ * the stack unmatched rather than pairing wrongly.
+ */
+static __always_inline void mark_entry(struct walk_ctx *c, int step)
+{
+	if (c->ch.depth && !(c->s->stack.frames[(c->ch.depth - 1) &
+						 (TB_MAX_DEPTH - 1)].code & TB_CODE_ENTRY)) {
+		mark_frame(c, TB_CODE_ENTRY);
 		return;
-	f = &c->s->stack.frames[(c->ch.depth - 1) & (TB_MAX_DEPTH - 1)];
-	if (f->code & TB_CODE_ENTRY)
-		return;
-	f->code |= TB_CODE_ENTRY;
-	c->ch.hash = tb_hash_mix(c->ch.hash, TB_CODE_ENTRY);
+	}
+	if (step == TB_STEP_SHIM)
+		c->ch.empty_eval = 1;
 }
 
 static long walk_step(__u32 i, void *arg)
@@ -866,8 +879,12 @@ static long walk_step(__u32 i, void *arg)
 	step = tb_chain_frame(L, &c->ch, fr);
 	if (step == TB_STEP_PYTHON)
 		step = record_frame(c, frame, fr, i);
+	if (native_stacks && step == TB_STEP_NEXT && c->ch.empty_eval) {
+		mark_frame(c, TB_CODE_EMPTY_EVAL);
+		c->ch.empty_eval = 0;
+	}
 	if (native_stacks && entry_step(L, fr, step))
-		mark_entry(c);
+		mark_entry(c, step);
 	if (step == TB_STEP_END)
 		return 1;
 	if (step != TB_STEP_SKIP && tb_entry_due(L, &c->ch, fr, step))

@@ -53,6 +53,14 @@
  * _PyEval_EvalFrameDefault frame stands for; the bit joins the stack id.
  */
 #define TB_CODE_ENTRY		1ULL
+/*
+ * --native: bit 1 says an eval invocation with no Python frame lies just
+ * leaf-side of this frame: a call from C being set up or torn down (3.12+
+ * see its entry shim with no frame above it; ~2 % of samples under
+ * sorted(key=...)). The merge pairs that eval frame with nothing.
+ */
+#define TB_CODE_EMPTY_EVAL	2ULL
+#define TB_CODE_MARKS		(TB_CODE_ENTRY | TB_CODE_EMPTY_EVAL)
 
 /*
  * Version behaviours the walk rules (bpf/pywalk.h) branch on, set by

@@ -656,15 +656,16 @@ static const char *frame_name(struct native *nt, uint32_t pid, uint64_t ip, int 
 
 /* ---- The merge ---------------------------------------------------------- */
 
-/* Python frames by eval invocation: how many invocations, or -1 if the
- * frames do not end on an invocation's first frame (no match possible). */
+/* Python frames by eval invocation: how many invocations (those with no
+ * frame included), or -1 if the frames do not end on an invocation's first
+ * frame (no match possible). */
 static int py_segments(const struct tb_frame *py, uint32_t depth)
 {
 	uint32_t i;
 	int n = 0;
 
 	for (i = 0; i < depth; i++)
-		n += !!(py[i].code & TB_CODE_ENTRY);
+		n += !!(py[i].code & TB_CODE_ENTRY) + !!(py[i].code & TB_CODE_EMPTY_EVAL);
 	return depth && (py[depth - 1].code & TB_CODE_ENTRY) ? n : -1;
 }
 
@@ -686,12 +687,21 @@ static void push_item(struct native *nt, struct native_plan *p, int32_t py, cons
 	p->n++;
 }
 
-/* Python frames of eval invocation seg (leaf first), from *at on. */
+/*
+ * The Python frames of the next eval invocation (leaf first), from *at on;
+ * none for an invocation with no frame (TB_CODE_EMPTY_EVAL on the frame at
+ * *at, not yet taken: *empty).
+ */
 static void push_segment(struct native *nt, struct native_plan *p, const struct tb_frame *py,
-			 uint32_t depth, uint32_t *at)
+			 uint32_t depth, uint32_t *at, int *empty)
 {
+	if (*at < depth && (py[*at].code & TB_CODE_EMPTY_EVAL) && !*empty) {
+		*empty = 1;
+		return;
+	}
 	while (*at < depth) {
 		push_item(nt, p, (int32_t)*at, NULL);
+		*empty = 0;
 		if (py[(*at)++].code & TB_CODE_ENTRY)
 			return;
 	}
@@ -701,22 +711,27 @@ static void push_segment(struct native *nt, struct native_plan *p, const struct 
  * Leaf first into p: native frames above the leaf Python frame, each eval
  * frame replaced by its invocation's Python frames, native code of other
  * files between them (extensions, libraries: the interpreter's own call
- * machinery is left out), nothing below the outermost Python frame.
+ * machinery is left out), nothing below the outermost Python frame. Above
+ * the leaf Python frame the interpreter's frames are all kept, an eval
+ * with no Python frame too (a call from C set up or torn down: the time
+ * goes to its C caller, e.g. `sorted` for its key function's calls).
  * Returns 0, or -1 if the eval frames and invocations do not pair up.
  */
 static int splice_frames(struct native *nt, uint32_t pid, const uint64_t *ips, int nips,
 		  const struct tb_frame *py, uint32_t depth, int segs, struct native_plan *p)
 {
-	int i, seg = 0, interp, eval;
+	int i, seg = 0, interp, eval, empty = 0;
 	uint32_t at = 0;
 	const char *name;
 
 	for (i = 0; i < nips && seg < segs; i++) {
 		name = frame_name(nt, pid, ips[i], &interp, &eval);
+		if (eval && !at && name && (py[0].code & TB_CODE_EMPTY_EVAL) && !empty)
+			push_item(nt, p, -1, name);
 		if (eval) {
-			push_segment(nt, p, py, depth, &at);
+			push_segment(nt, p, py, depth, &at, &empty);
 			seg++;
-		} else if (name && (!interp || !seg)) {
+		} else if (name && (!interp || !at)) {
 			push_item(nt, p, -1, name);
 		}
 	}

@@ -104,7 +104,7 @@ int profile_add_stack(struct profile *p, const struct tb_stack *rec, size_t size
 	sf->native = NULL;
 	memcpy(sf->frames, rec->frames, bytes);
 	while (depth-- > 0)
-		sf->frames[depth].code &= ~TB_CODE_ENTRY;	/* --native's, in the plan */
+		sf->frames[depth].code &= ~TB_CODE_MARKS;	/* --native's, in the plan */
 	*slot = sf;
 	return 1;
 fail:
@@ -134,7 +134,7 @@ int profile_set_native(struct profile *p, const struct tb_stack *rec, const uint
 	    !(sn->entry = malloc(sf->depth + 1)))
 		goto fail;
 	for (i = 0; i < sf->depth; i++)
-		sn->entry[i] = !!(rec->frames[i].code & TB_CODE_ENTRY);
+		sn->entry[i] = rec->frames[i].code & TB_CODE_MARKS;
 	sn->nips = n;
 	if (n > 0) {
 		sn->ips = malloc((size_t)n * sizeof(*sn->ips));
@@ -156,8 +156,8 @@ void profile_entry_frames(const struct stack_frames *sf, struct tb_frame *py)
 
 	for (i = 0; i < sf->depth; i++) {
 		py[i] = sf->frames[i];
-		if (sf->native && sf->native->entry[i])
-			py[i].code |= TB_CODE_ENTRY;
+		if (sf->native)
+			py[i].code |= sf->native->entry[i];
 	}
 }
 
