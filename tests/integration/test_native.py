@@ -19,7 +19,8 @@ import subprocess
 import sysconfig
 import time
 
-from common import Interp, MARKERS, art_path, check, run_profiler, timeout, WORKLOADS
+from common import (Interp, MARKERS, art_path, check, old_python_too, run_profiler, timeout,
+                    WORKLOADS)
 
 EXT = "tbnative.abi3.so"
 UNMATCHED = "[native unmatched]"
@@ -42,7 +43,7 @@ def _build_ext(frame_pointers=True):
           "no Python.h in %s: the test builds a C extension (install python3-dev)" % inc)
     fp = "-fno-omit-frame-pointer" if frame_pointers else "-fomit-frame-pointer"
     cc = subprocess.run(["cc", "-O2", "-g", fp, "-fPIC", "-shared",
-                         "-DPy_LIMITED_API=0x030B0000", "-I" + inc,
+                         "-DPy_LIMITED_API=0x03080000", "-I" + inc,
                          os.path.join(WORKLOADS, "native_ext.c"), "-o", so, "-lz"],
                         capture_output=True, text=True)
     check(cc.returncode == 0, "building %s failed: %s" % (EXT, cc.stderr[-800:]))
@@ -54,7 +55,7 @@ def _record(python, tag, script, args, extra=(), native="--native", frame_pointe
     `python script EXT_DIR args...`, the extension built with frame pointers
     or (-fomit-frame-pointer -O2) without."""
     check(python.exists(), "missing %s: run scripts/real-pythons.sh" % python.path)
-    out = art_path("native-%s%s.txt" % (tag, python.label))
+    out = art_path("native-%s%s.txt" % (tag, python.label.replace("/", "_")))
     res = run_profiler(None, [native, "-F", "250", "-f", "collapsed", "-o", out] +
                        list(extra) + ["--", python.path, os.path.join(WORKLOADS, script),
                                       _build_ext(frame_pointers)] + list(args), timeout=60)
@@ -66,7 +67,7 @@ def _profile(python, seconds=4, native="--native", frame_pointers=True):
     """(stacks, {phase: seconds}) of native_mix.py run under record --native:
     stacks are lists of (kind, name) with kind 'py', 'native' or 'mark'."""
     tag = "%s%s-" % (native[8:], "" if frame_pointers else "-nofp")
-    times_path = art_path("native-times-%s%s.json" % (tag, python.label))
+    times_path = art_path("native-times-%s%s.json" % (tag, python.label.replace("/", "_")))
     res, out = _record(python, tag, "native_mix.py", [seconds, times_path],
                        native=native, frame_pointers=frame_pointers)
     with open(times_path) as f:
@@ -209,7 +210,7 @@ def test_native_without_frame_pointers_marked():
 def _more(python, mode, args, seconds=3):
     """(stacks, result, --stats) of native_more.py MODE under record --native
     ARGS: stacks as in _profile."""
-    stats = art_path("native-more-%s-%s.stats.json" % (mode, python.label))
+    stats = art_path("native-more-%s-%s.stats.json" % (mode, python.label.replace("/", "_")))
     res, out = _record(python, "more-%s-" % mode, "native_more.py", [seconds, mode],
                        ["--stats", stats] + list(args))
     with open(stats) as f:
@@ -334,36 +335,41 @@ def _check_c_exact(work, label, where):
               % (label, phase, fn, ";" + nxt + "..." if nxt else "", exact, n, phase, where))
 
 
-@timeout(150)
-def test_native_unwind_tables_exact():
-    """--native's unwind tables: the extension built without frame pointers,
-    on pyenv's 3.13 and 3.11 (no frame pointers) and Debian's 3.15:
-    exact interleaving into libz, the callback above its C caller, C time
-    where the workload measured it, (almost) nothing left unmatched."""
-    for python in (Interp("3.13.0"), Interp("3.11.7"), Interp("sid-3.15")):
-        stacks, times, where = _profile(python, seconds=3, frame_pointers=False)
-        for frames, _ in stacks:
-            _check_never_wrong(frames, where)
-        work = [(f, c) for f, c in stacks if _phase(f)[0]]
-        total = sum(c for _, c in work)
-        check(total >= 100, "%s: only %d samples of the workload %s"
-              % (python.label, total, where))
-        marked = _share(work, lambda f: ("mark", UNMATCHED) in f)
-        check(marked <= 0.1 * total, "%s: %d of %d workload samples %s %s"
-              % (python.label, marked, total, UNMATCHED, where))
-        measured = sum(times.values())
-        for phase in PHASES:
-            got = _share(work, lambda f: _phase(f)[0] == phase) / total
-            want = times[phase] / measured
-            check(abs(got - want) < 0.1, "%s: %s: %.0f%% of the samples, %.0f%% of the "
-                  "workload's own time %s" % (python.label, phase, 100 * got, 100 * want, where))
-        _check_c_exact(work, python.label, where)
-        cb = _share(work, lambda f: ("py", "cb") in f)
-        cb_merged = _share(work, lambda f: ("py", "cb") in f and ("mark", UNMATCHED) not in f)
-        check(cb and cb_merged >= 0.8 * cb, "%s: cb merged in %d of %d samples %s"
-              % (python.label, cb_merged, cb, where))
-        if python.label != "3.11.7":    # 3.11 shows no sign of an eval without frames
-            _check_empty_evals(work, python.label, where)
+@old_python_too
+@timeout(60)
+def test_native_unwind_tables_exact(python):
+    """--native's unwind tables, on every interpreter of the matrix (pyenv's
+    and Debian's without frame pointers, Debian unstable's with them, 3.8 to
+    3.10's frame objects with make check-old-pythons), the extension built
+    without frame pointers: exact interleaving into libz, the callback above
+    its C caller, C time where the workload measured it, (almost) nothing
+    left unmatched."""
+    stacks, times, where = _profile(python, seconds=2, frame_pointers=False)
+    for frames, _ in stacks:
+        _check_never_wrong(frames, where)
+    work = [(f, c) for f, c in stacks if _phase(f)[0]]
+    total = sum(c for _, c in work)
+    check(total >= 100, "%s: only %d samples of the workload %s"
+          % (python.label, total, where))
+    marked = _share(work, lambda f: ("mark", UNMATCHED) in f)
+    check(marked <= 0.1 * total, "%s: %d of %d workload samples %s %s"
+          % (python.label, marked, total, UNMATCHED, where))
+    measured = sum(times.values())
+    for phase in PHASES:
+        got = _share(work, lambda f: _phase(f)[0] == phase) / total
+        want = times[phase] / measured
+        check(abs(got - want) < 0.1, "%s: %s: %.0f%% of the samples, %.0f%% of the "
+              "workload's own time %s" % (python.label, phase, 100 * got, 100 * want, where))
+    _check_c_exact(work, python.label, where)
+    cb = _share(work, lambda f: ("py", "cb") in f)
+    cb_merged = _share(work, lambda f: ("py", "cb") in f and ("mark", UNMATCHED) not in f)
+    check(cb and cb_merged >= 0.8 * cb, "%s: cb merged in %d of %d samples %s"
+          % (python.label, cb_merged, cb, where))
+    # 3.11 and older show no sign of an eval without frames; 3.15's calls from
+    # C leave one alone for less time (~5 samples of 2 s, against 14-17 on
+    # 3.12-3.14): too few to require one.
+    if (3, 12) <= python.version_tuple() < (3, 15):
+        _check_empty_evals(work, python.label, where)
 
 
 def _check_empty_evals(work, label, where):

@@ -1,7 +1,7 @@
 /*
  * tbnative: the C extension of tests/integration/test_native.py, built by
- * the test with frame pointers against the stable ABI (one .abi3.so for
- * every interpreter from 3.11 on): a CPU-bound C function, one that calls
+ * the test with frame pointers against the stable ABI of 3.8 (one .abi3.so
+ * for every interpreter we profile): a CPU-bound C function, one that calls
  * a Python callable back, one that calls into libz.
  */
 #define PY_SSIZE_T_CLEAN
@@ -32,7 +32,7 @@ static PyObject *call_back(PyObject *self, PyObject *args)
 	if (!PyArg_ParseTuple(args, "Ol", &fn, &n))
 		return NULL;
 	for (long i = 0; i < n; i++) {
-		r = PyObject_CallNoArgs(fn);
+		r = PyObject_CallObject(fn, NULL);
 		if (!r)
 			return NULL;
 		Py_DECREF(r);
@@ -42,21 +42,21 @@ static PyObject *call_back(PyObject *self, PyObject *args)
 
 static PyObject *zlib_compress(PyObject *self, PyObject *args)
 {
-	Py_buffer b;
+	const char *buf;	/* "y#": Py_buffer is in the stable ABI from 3.11 only */
+	Py_ssize_t len;
 	uLongf cap, n;
 	Bytef *out;
 	int rounds;
 
-	if (!PyArg_ParseTuple(args, "y*i", &b, &rounds))
+	if (!PyArg_ParseTuple(args, "y#i", &buf, &len, &rounds))
 		return NULL;
-	cap = compressBound(b.len);
+	cap = compressBound(len);
 	out = malloc(cap);
 	for (int i = 0; out && i < rounds; i++) {
 		n = cap;
-		compress2(out, &n, b.buf, b.len, 9);
+		compress2(out, &n, (const Bytef *)buf, len, 9);
 	}
 	free(out);
-	PyBuffer_Release(&b);
 	Py_RETURN_NONE;
 }
 
