@@ -311,8 +311,8 @@ struct tb_proc {
 
 /*
  * Pushed the first time the BPF side sees a stack id (a direct-mapped set
- * remembers which it has sent; a collision sends one again), always before
- * the first sample that names it.
+ * remembers which it has sent; a collision sends one again), with the
+ * sample that saw it (below), always before any other sample that names it.
  * Variable length: only `depth` frames are sent.
  */
 struct tb_stack {
