@@ -1152,6 +1152,24 @@ static __noinline int push_stack(struct scratch *s, __u32 pid, __u64 id, __u32 d
 	return 1;
 }
 
+/*
+ * The sample that the next stack record carries (struct tb_stack): weight
+ * 1 when the sample would be counted in the kernel, so that a new stack's
+ * first sample costs no new key in the counts map, only a few more bytes
+ * of a record pushed anyway (on a real application most samples are a new
+ * stack: doc/performance.md); 0 when it goes as a record of its own or
+ * there is none (a switch-out). Only read if push_stack() returns 1.
+ */
+static __always_inline void stack_sample(struct scratch *s, __u32 tid, __u32 flags,
+					 __s32 kstack, __u64 leaf, __u32 weight)
+{
+	s->stack.tid = tid;
+	s->stack.flags = flags;
+	s->stack.kstack = kstack;
+	s->stack.weight = weight;
+	s->stack.leaf = leaf;
+}
+
 static __always_inline void fill_sample(struct tb_sample *r, __u32 kind, __u32 pid, __u32 tid,
 					__u64 stack_id, __u32 flags, __u32 weight, __s32 kstack,
 					__u64 leaf)
@@ -1358,7 +1376,7 @@ static __noinline void sample_done(void *ctx, struct walk_ctx *c, __u64 pid_tid,
 	__u32 pid = pid_tid >> 32, tid = (__u32)pid_tid;
 	__u64 exc = 0;
 	__s32 kstack;
-	int ok = !ret;
+	int ok = !ret, counted;
 
 	if (ret) {
 		count(c->cnt, ret);
@@ -1376,20 +1394,24 @@ static __noinline void sample_done(void *ctx, struct walk_ctx *c, __u64 pid_tid,
 	}
 	native_stack(ctx, c);
 	lat_mark();
+	kstack = kernel_stack(ctx, c->cnt);
+	counted = !timeline && c->s->walk.reg.acked;
+	stack_sample(c->s, tid, c->ch.flags, kstack, native_leaf(c), counted);
 	ret = push_stack(c->s, pid, c->ch.hash, c->ch.depth, exc);
 	if (ret < 0) {
 		count(c->cnt, TB_C_LOST);
 		goto out;
 	}
-	kstack = kernel_stack(ctx, c->cnt);
-	if (!timeline && c->s->walk.reg.acked &&
-	    !count_sample(pid, tid, c->ch.hash, c->ch.flags, kstack, native_leaf(c))) {
+	if (ret > 0 && counted)
+		goto sent;	/* in the stack record */
+	if (counted && !count_sample(pid, tid, c->ch.hash, c->ch.flags, kstack, native_leaf(c))) {
 		count(c->cnt, TB_C_AGGREGATED);
 	} else if (push_record(pid, tid, c->ch.hash, c->ch.flags, 1, kstack, 0,
 			       native_leaf(c)) < 0) {
 		count(c->cnt, TB_C_LOST);
 		goto out;
 	}
+sent:
 	if (ret > 0)
 		count(c->cnt, TB_C_STACKS);
 	count(c->cnt, TB_C_SAMPLES);
@@ -1471,6 +1493,7 @@ static __noinline void switch_out_done(void *ctx, struct walk_ctx *c, __u64 pid_
 		return;
 	}
 	native_stack(ctx, c);
+	c->s->stack.weight = 0;	/* no sample: the credit comes at switch-in */
 	if (push_stack(c->s, pid, c->ch.hash, c->ch.depth, 0) < 0) {
 		count(c->cnt, TB_C_OFFCPU_SKIPPED);	/* ring buffer full */
 		return;

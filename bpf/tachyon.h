@@ -319,8 +319,8 @@ struct tb_proc {
 
 /*
  * Pushed the first time the BPF side sees a stack id (a direct-mapped set
- * remembers which it has sent; a collision sends one again), always before
- * the first sample that names it.
+ * remembers which it has sent; a collision sends one again), with the
+ * sample that saw it (below), always before any other sample that names it.
  * Variable length: only `depth` frames are sent.
  */
 struct tb_stack {
@@ -338,10 +338,22 @@ struct tb_stack {
 	/* --mode exception: the type object of the exception in flight
 	 * (part of the stack id), 0 otherwise */
 	__u64 exc_type;
+	/*
+	 * The sample that sent the record, when it would have been counted in
+	 * the kernel (weight 1; 0: none, the sample travels or counts on its
+	 * own): a new stack's first sample then costs no new key in the counts
+	 * map (a cold bucket and free-list node), only these bytes of a record
+	 * pushed anyway. Fields as struct tb_count_key's.
+	 */
+	__u32 tid;
+	__u32 flags;		/* enum tb_sample_flags */
+	__s32 kstack;
+	__u32 weight;		/* samples carried: 0 or 1 */
+	__u64 leaf;
 	struct tb_frame frames[TB_MAX_DEPTH]; /* leaf first, then --native's addresses */
 };
 
-#define TB_STACK_HDR_SIZE	32
+#define TB_STACK_HDR_SIZE	56
 
 /*
  * Wall mode: where a thread was when it left the CPU, in the `offcpu` map
@@ -516,6 +528,11 @@ TB_ABI_OFF(struct tb_stack, stack_id, 8);
 TB_ABI_OFF(struct tb_stack, pid, 16);
 TB_ABI_OFF(struct tb_stack, ustack, 20);
 TB_ABI_OFF(struct tb_stack, exc_type, 24);
+TB_ABI_OFF(struct tb_stack, tid, 32);
+TB_ABI_OFF(struct tb_stack, flags, 36);
+TB_ABI_OFF(struct tb_stack, kstack, 40);
+TB_ABI_OFF(struct tb_stack, weight, 44);
+TB_ABI_OFF(struct tb_stack, leaf, 48);
 TB_ABI_OFF(struct tb_stack, frames, TB_STACK_HDR_SIZE);
 TB_ABI_SIZE(struct tb_stack, TB_STACK_HDR_SIZE + TB_MAX_DEPTH * 16);
 TB_ABI_SIZE(struct tb_offcpu, 48);

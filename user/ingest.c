@@ -894,6 +894,20 @@ static const char *exc_name(void *ctx, uint32_t target, uint64_t type)
 	return exc_types_name(&in->exc, target, type);
 }
 
+/*
+ * The sample a stack record carries (struct tb_stack: its first, instead
+ * of a new key in the counts map), counted whether or not we had the
+ * frames already (a stack sent again after a compaction or a collision).
+ */
+static void stack_sample(struct ingest *in, const struct tb_stack *rec, size_t size)
+{
+	if (size < TB_STACK_HDR_SIZE || !rec->weight)
+		return;
+	in->cnt.received++;
+	add_sample(in, rec->pid, rec->tid, rec->stack_id, rec->flags, rec->kstack, rec->weight,
+		   NULL, rec->leaf);
+}
+
 void ingest_record(struct ingest *in, const void *data, size_t size)
 {
 	const struct tb_sample *smp = data;
@@ -926,6 +940,7 @@ void ingest_record(struct ingest *in, const void *data, size_t size)
 			in->cnt.bad_records++;
 		else if (ret > 0)
 			new_stack(in, data, size);
+		stack_sample(in, data, size);
 	} else {
 		in->cnt.bad_records++;
 	}
