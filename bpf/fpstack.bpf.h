@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * --native's frame-pointer walk, our own: from the task's saved user
- * registers (bpf_task_pt_regs, 5.15), each frame's (saved rbp, return
- * address) pair from a window of the stack (stackwin.bpf.h: one read
- * serves the frames of the next FP_WIN bytes) into the stack record after
+ * registers (bpf_task_pt_regs, 5.15), one 16-byte read per frame of the
+ * (saved rbp, return address) pair, straight into the stack record after
  * the Python frames. It stores what bpf_get_stack(BPF_F_USER_STACK) would:
  * the pc, then each return address, until a read fails or
  * TB_USTACK_DEPTH addresses. Where the kernel has no bpf_task_pt_regs,
@@ -13,26 +12,7 @@
  * loop state out of its callers' frames (5.10's 512-byte chain).
  */
 
-#include "stackwin.bpf.h"
-
 const volatile __u8 native_own_fp = 0;	/* set where bpf_task_pt_regs exists */
-
-/*
- * A window's bytes. Frames here are 48-550 bytes apart (Debian's 3.15:
- * the eval loop's ~530, the calls between ~130): 512 bytes serve ~3-4
- * frames a read, where a page, most of it never looked at, costs more to
- * copy than the reads it saves.
- */
-#ifndef FP_WIN
-#define FP_WIN 512
-#endif
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct tb_stack_win);
-} fp_win SEC(".maps");
 
 /*
  * No user mapping starts below vm.mmap_min_addr (64 KiB by default, never
@@ -41,34 +21,14 @@ struct {
  */
 #define FP_LOWEST 4096
 
-/*
- * The (saved rbp, return address) pair at fp into p[0], p[1]: from the
- * window, or read alone where the window cannot hold it. 0, or -1 if the
- * stack there cannot be read.
- */
-static __always_inline int fp_pair(struct tb_stack_win *sw, __u64 fp, __u64 *p)
-{
-	long k = tb_win_at(sw, fp, 16, FP_WIN);
-
-	if (k >= 0) {
-		p[0] = tb_win_word(sw, k);
-		p[1] = tb_win_word(sw, k + 1);
-		return 0;
-	}
-	if (k == TB_WIN_FAULT || bpf_probe_read_user(p, 2 * sizeof(__u64), (void *)fp))
-		return -1;
-	return 0;
-}
-
 __noinline int fp_stack(__u32 depth)
 {
-	__u32 cpu = bpf_get_smp_processor_id(), zero = 0, j, i;
+	__u32 cpu = bpf_get_smp_processor_id(), j, i;
 	struct scratch *s = bpf_map_lookup_elem(&scratch, &cpu);
-	struct tb_stack_win *sw = bpf_map_lookup_elem(&fp_win, &zero);
 	struct pt_regs *regs;
 	__u64 *w, *p, fp, next;
 
-	if (!native_own_fp || !s || !sw || depth > TB_MAX_DEPTH - TB_USTACK_DEPTH / 2 - 1)
+	if (!native_own_fp || !s || depth > TB_MAX_DEPTH - TB_USTACK_DEPTH / 2 - 1)
 		return -1;
 	w = (__u64 *)s->stack.frames;
 	/* Each index checked where it is used, past the compiler's reach:
@@ -84,7 +44,6 @@ __noinline int fp_stack(__u32 depth)
 	    bpf_probe_read_kernel(p + 1, sizeof(__u64), &regs->bp))
 		return -1;
 	fp = p[1];
-	sw->len = 0;
 	for (i = 1; i < TB_USTACK_DEPTH; i++) {
 		j = 2 * depth + i;
 		barrier_var(j);
@@ -93,7 +52,7 @@ __noinline int fp_stack(__u32 depth)
 		/* p[0] = the caller's rbp, p[1] = the return address */
 		p = &w[j];
 		barrier_var(p);
-		if (fp < FP_LOWEST || fp_pair(sw, fp, p))
+		if (fp < FP_LOWEST || bpf_probe_read_user(p, 2 * sizeof(__u64), (void *)fp))
 			break;
 		next = p[0];
 		p[0] = p[1];
