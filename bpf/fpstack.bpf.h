@@ -37,13 +37,13 @@ __noinline int fp_stack(__u32 depth)
 	barrier_var(j);
 	if (j > 2 * TB_MAX_DEPTH - 2)
 		return -1;
+	/* A BTF pointer: plain loads, as uw_stack()'s, where two
+	 * bpf_probe_read_kernel() calls were. */
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	p = &w[j];
 	barrier_var(p);
-	if (bpf_probe_read_kernel(p, sizeof(__u64), &regs->ip) ||
-	    bpf_probe_read_kernel(p + 1, sizeof(__u64), &regs->bp))
-		return -1;
-	fp = p[1];
+	p[0] = regs->ip;
+	fp = regs->bp;
 	for (i = 1; i < TB_USTACK_DEPTH; i++) {
 		j = 2 * depth + i;
 		barrier_var(j);
