@@ -52,7 +52,10 @@ __noinline int fp_stack(__u32 depth)
 		/* p[0] = the caller's rbp, p[1] = the return address */
 		p = &w[j];
 		barrier_var(p);
-		if (fp < FP_LOWEST || bpf_probe_read_user(p, 2 * sizeof(__u64), (void *)fp))
+		/* rsp is 8-aligned at every push: an rbp that is not is no frame
+		 * pointer (seen below __libc_start_call_main, built without them) */
+		if (fp < FP_LOWEST || (fp & 7) ||
+		    bpf_probe_read_user(p, 2 * sizeof(__u64), (void *)fp))
 			break;
 		next = p[0];
 		p[0] = p[1];
