@@ -34,31 +34,74 @@ struct {
 	__uint(max_entries, 256 * 1024);	/* set by userspace */
 } warm SEC(".maps");
 
+/*
+ * spill_gen moves after each record written to the big ring; spill_seen is
+ * the spill_gen a writer last saw with the big ring empty. Equal: nothing
+ * spilled since, and a record goes to the warm ring without touching the
+ * big ring's pages at all (its two position pages would be two more cold
+ * pages a sample). spill_gen is read before the big ring is found empty,
+ * and moved after a record is written there, so a record spilled during
+ * the check leaves spill_gen ahead of the spill_seen stored: it is looked
+ * at again. (No compare-and-swap: 5.10 has only the atomic add.)
+ */
+volatile __u64 spill_gen;
+volatile __u64 spill_seen;
+
 /* events has unread records: keep writing there (see the order above). */
 static __always_inline int spilling(void)
 {
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) != 0;
+	__u64 gen = spill_gen;
+
+	if (gen == spill_seen)
+		return 0;
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA))
+		return 1;
+	spill_seen = gen;
+	return 0;
 }
 
-/* Unread bytes in both rings: what the consumer's wake-ups judge. */
+/* Unread bytes in the warm ring, or a lot while spilling: what the
+ * consumer's wake-ups judge. */
 static __always_inline __u64 rings_avail(void)
 {
-	return bpf_ringbuf_query(&warm, BPF_RB_AVAIL_DATA) +
-	       bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	return spilling() ? ~0ULL : bpf_ringbuf_query(&warm, BPF_RB_AVAIL_DATA);
 }
 
-/* Room for a record of constant size: warm's, else the big ring's. */
-#define rec_reserve(size) ({						\
-	void *__r = spilling() ? NULL : bpf_ringbuf_reserve(&warm, size, 0);	\
-	__r ? __r : bpf_ringbuf_reserve(&events, size, 0);		\
-})
+/* A record the warm ring did not take: -v says how many. */
+static __always_inline void note_spill(void)
+{
+	__u32 zero = 0;
+	__u64 *cnt = bpf_map_lookup_elem(&counters, &zero);
+
+	__sync_fetch_and_add(&spill_gen, 1);
+	if (cnt)
+		cnt[TB_C_SPILLED]++;
+}
+
+/* Room for a record (size: a constant): warm's, else the big ring's. */
+static __always_inline void *rec_reserve(__u64 size)
+{
+	void *r = spilling() ? NULL : bpf_ringbuf_reserve(&warm, size, 0);
+
+	if (r)
+		return r;
+	r = bpf_ringbuf_reserve(&events, size, 0);
+	if (r)
+		note_spill();
+	return r;
+}
 
 /* A record copied in: 0, or the big ring's error when both are full. */
 static __always_inline long rec_output(void *data, __u64 size, __u64 flags)
 {
+	long ret;
+
 	if (!spilling() && !bpf_ringbuf_output(&warm, data, size, flags))
 		return 0;
-	return bpf_ringbuf_output(&events, data, size, flags);
+	ret = bpf_ringbuf_output(&events, data, size, flags);
+	if (!ret)
+		note_spill();
+	return ret;
 }
 
 #endif /* TB_RINGS_BPF_H */

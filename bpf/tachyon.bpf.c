@@ -106,8 +106,6 @@ struct {
 	__uint(max_entries, 8 * 1024 * 1024);
 } events SEC(".maps");
 
-#include "rings.bpf.h"
-
 /*
  * In-kernel aggregation: a sample that finds its key adds one to it. Two
  * maps take turns in count_slot; replacing one there with the other (a
@@ -140,6 +138,8 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64[TB_NR_COUNTERS]);
 } counters SEC(".maps");
+
+#include "rings.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
