@@ -91,14 +91,26 @@ static __always_inline void *rec_reserve(__u64 size)
 	return r;
 }
 
-/* A record copied in: 0, or the big ring's error when both are full. */
-static __always_inline long rec_output(void *data, __u64 size, __u64 flags)
+/*
+ * size bounded by max right at the call: a size kept on the stack across
+ * the helper calls before it (5.10's verifier) comes back unbounded, and
+ * the barrier keeps clang from dropping a check it knows to hold.
+ */
+static __always_inline __u64 rec_size(__u64 size, __u64 max)
+{
+	asm volatile("" : "+r"(size));
+	return size > max ? max : size;
+}
+
+/* A record of at most max bytes copied in: 0, or the big ring's error
+ * when both are full. */
+static __always_inline long rec_output(void *data, __u64 size, __u64 max, __u64 flags)
 {
 	long ret;
 
-	if (!spilling() && !bpf_ringbuf_output(&warm, data, size, flags))
+	if (!spilling() && !bpf_ringbuf_output(&warm, data, rec_size(size, max), flags))
 		return 0;
-	ret = bpf_ringbuf_output(&events, data, size, flags);
+	ret = bpf_ringbuf_output(&events, data, rec_size(size, max), flags);
 	if (!ret)
 		note_spill();
 	return ret;

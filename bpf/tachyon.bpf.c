@@ -1128,7 +1128,7 @@ static __noinline int push_stack(struct scratch *s, __u32 pid, __u64 id, __u32 d
 	/* Wake the consumer soon: it reads a new stack's code objects while
 	 * the process still lives (with the ring buffer's own rule, 0, a
 	 * process living 0.4 s kept 1-2 stacks of <unknown> frames). */
-	if (rec_output(&s->stack, size, stack_wake(s)))
+	if (rec_output(&s->stack, size, sizeof(s->stack), stack_wake(s)))
 		return -1;
 	*when = tag;
 	seen->id = id;
