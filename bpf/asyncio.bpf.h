@@ -219,8 +219,8 @@ static __always_inline int push_tasks(__u64 id, __u32 pid, __u64 exec_mask)
 	rec->kind = TB_REC_TASKS;
 	rec->pid = pid;
 	rec->pad = 0;
-	return bpf_ringbuf_output(&events, rec, TB_TASKS_HDR_SIZE + depth * sizeof(struct tb_task),
-				  0) ? -1 : 0;
+	return rec_output(rec, TB_TASKS_HDR_SIZE + depth * sizeof(struct tb_task), sizeof(*rec),
+			  0) ? -1 : 0;
 }
 
 #endif /* TB_ASYNCIO_BPF_H */

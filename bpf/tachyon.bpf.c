@@ -139,6 +139,8 @@ struct {
 	__type(value, __u64[TB_NR_COUNTERS]);
 } counters SEC(".maps");
 
+#include "rings.bpf.h"
+
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
 	__uint(max_entries, 1);		/* sized by userspace when --kernel */
@@ -988,7 +990,7 @@ static __always_inline void read_gil_gc(struct walk_ctx *c)
  */
 static __always_inline __u64 wake_flag(void)
 {
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ?
+	return rings_avail() >= wakeup_bytes ?
 		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
@@ -1096,7 +1098,7 @@ static __always_inline __u64 exception_of(struct walk_ctx *c)
 /*
  * A new stack's record wakes the consumer, which reads its code objects
  * while the process still lives, but at most once per TB_STACK_WAKE_MS on
- * this CPU (or when the ring is half full): a forced wake-up is an irq_work
+ * this CPU (or when the warm ring is half full): a forced wake-up is an irq_work
  * self-IPI, ~4 us of the program's time in this nested VM, and on a real
  * application most samples are a new stack (Django under gunicorn: ~85 %
  * at -F 999). Not the samples' batch threshold: past it, while the consumer
@@ -1108,8 +1110,7 @@ static __always_inline __u64 stack_wake(struct scratch *s)
 	__u64 now = bpf_ktime_get_ns();
 
 	if (now - s->woke_ns < TB_STACK_WAKE_MS * 1000000ULL &&
-	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) <
-	    bpf_ringbuf_query(&events, BPF_RB_RING_SIZE) / 2)
+	    rings_avail() < bpf_ringbuf_query(&warm, BPF_RB_RING_SIZE) / 2)
 		return BPF_RB_NO_WAKEUP;
 	s->woke_ns = now;
 	return BPF_RB_FORCE_WAKEUP;
@@ -1144,7 +1145,7 @@ static __noinline int push_stack(struct scratch *s, __u32 pid, __u64 id, __u32 d
 	/* Wake the consumer soon: it reads a new stack's code objects while
 	 * the process still lives (with the ring buffer's own rule, 0, a
 	 * process living 0.4 s kept 1-2 stacks of <unknown> frames). */
-	if (bpf_ringbuf_output(&events, &s->stack, size, stack_wake(s)))
+	if (rec_output(&s->stack, size, sizeof(s->stack), stack_wake(s)))
 		return -1;
 	*when = tag;
 	seen->id = id;
@@ -1189,7 +1190,7 @@ static __always_inline int push_sample(__u32 pid, __u32 tid, __u64 stack_id,
 {
 	struct tb_sample *r;
 
-	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	r = rec_reserve(sizeof(*r));
 	if (!r)
 		return -1;
 	fill_sample(r, TB_REC_SAMPLE, pid, tid, stack_id, flags, weight, kstack, leaf);
@@ -1203,7 +1204,7 @@ static __always_inline int push_timed(__u32 pid, __u32 tid, __u64 stack_id, __u3
 {
 	struct tb_timed *r;
 
-	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	r = rec_reserve(sizeof(*r));
 	if (!r)
 		return -1;
 	fill_sample(&r->s, TB_REC_TIMED, pid, tid, stack_id, flags, weight, kstack, leaf);
@@ -1824,7 +1825,7 @@ int on_switch_tc_more(void *ctx)
 
 static __always_inline void proc_event(__u32 event, __u32 pid, __u32 ppid, __u32 followed)
 {
-	struct tb_proc *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	struct tb_proc *r = rec_reserve(sizeof(*r));
 	__u32 zero = 0;
 	__u64 *cnt;
 

@@ -477,6 +477,7 @@ enum tb_counter {
 	TB_C_FRAMES,		/* Python frames walked (recorded) */
 	TB_C_CODE_MEMO,		/* ... whose code object was not read: fingerprint from the last walk */
 	TB_C_USTACK_ERR,	/* --native: user stack not captured */
+	TB_C_SPILLED,		/* records the warm ring could not take (rings.bpf.h) */
 	TB_NR_COUNTERS,
 };
 

@@ -169,6 +169,9 @@ void stats_print(const struct session_view *s, uint64_t written)
 		sum.written, sum.lost, sum.dropped, c[TB_C_NO_TSTATE], c[TB_C_NO_FRAMES],
 		s->opt->mode == TB_MODE_EXC ? "no exception" : "GIL not held",
 		c[TB_C_FILTERED], st->in.missing_stack, st->in.unknown_pid);
+	if (c[TB_C_SPILLED])
+		tb_info("ring buffers: %" PRIu64 " records went to the big ring while the warm one was full (the reader fell behind)",
+			c[TB_C_SPILLED]);
 	tb_info("partial stacks %" PRIu64 ", truncated %" PRIu64 ", frames skipped (not code) %" PRIu64
 		", unreadable code objects %" PRIu64 " in BPF / %" PRIu64 " in userspace"
 		", walks restarted at the caller (eval not set up) %" PRIu64,

@@ -610,6 +610,35 @@ def test_timeline_ring_full_lost_exact():
           % (n, st["written"], st["lost"], res.where()))
 
 
+@timeout(60)
+def test_ring_stall_spills_no_loss():
+    """--timeline sends every sample through the ring buffers. The consumer
+    stopped (SIGSTOP) for 3 s at -F 4999: the small warm ring (256 KiB,
+    well under a second of these records) fills, the rest goes to the big
+    ring (sized for ~2 s at any rate, 4 MiB at least): no sample is lost,
+    the profile holds every one written, and -v counts the records that
+    went to the big ring."""
+    w = start_workload(primary_python(), "threads8.py", 60)
+    prof = start_profiler(w.pid, ["--timeline", "-F", 4999, "-d", 60, "-v"], stats=True)
+    wait_profiling(prof)
+    time.sleep(0.5)
+    prof.signal(signal.SIGSTOP)
+    try:
+        time.sleep(3.0)
+    finally:
+        prof.signal(signal.SIGCONT)
+    time.sleep(1.0)
+    prof.signal(signal.SIGINT)
+    res = prof.finish(30)
+    w.stop()
+    st = _sound(res, "--timeline -F 4999, consumer stopped 3 s")
+    check(st["lost"] == 0, "%d samples lost in a 3 s stall: the big ring holds ~2 s at any "
+          "rate, and more at this one %s" % (st["lost"], res.where()))
+    m = re.search(r"ring buffers: (\d+) records went to the big ring", res.err_text)
+    check(m and int(m.group(1)) > 0, "no record went to the big ring in a 3 s stall "
+          "(%d samples written): -v says %s" % (st["written"], res.err_text[-600:]))
+
+
 @timeout(90)
 def test_consumer_stopped_counts_in_kernel():
     """8 busy threads at 4999 Hz and the consumer stopped (SIGSTOP) for 5 s:
