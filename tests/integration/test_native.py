@@ -436,24 +436,23 @@ def test_native_tables_churn_frees_rows():
     """Processes come and go (one child after the other, each with a C
     module of its own) under a map shrunk, by TB_DEBUG_CFI_ROWS (a
     debugging aid, not documented for users), to the parent's tables and
-    12000 rows more: the tables of children gone are freed for the next
-    ones, more rows are loaded in all than the map holds, at most one
-    refused (an exit read late), and every child's C frames still
-    interleave."""
+    10000 rows more: the tables of children gone are freed for the next
+    ones, more rows are loaded in all than the map holds, none refused, and
+    every child's C frames still interleave."""
     _, base, _ = _late("churn-base", "churn", [])
-    cap = base["rows"] + base["rows_idle"] + 12000
+    cap = base["rows"] + base["rows_idle"] + 10000
     mods = ["_decimal", "_testcapi", "_ctypes", "_elementtree", "_lzma", "_bz2"]
     stacks, ut, where = _late("churn", "churn", mods, env={"TB_DEBUG_CFI_ROWS": str(cap)})
     check(ut["max_rows"] == cap, "max_rows %d, not TB_DEBUG_CFI_ROWS=%d %s"
           % (ut["max_rows"], cap, where))
     loaded = ut["rows"] + ut["rows_idle"] + ut["rows_freed"]
-    # A child that maps its module before the profiler has read its
-    # predecessor's exit finds that one's tables still held: its table may
-    # be refused once (then retried at its next hold). Seen once in two full
-    # checks; more than one refusal is a product bug.
-    check(loaded > cap and ut["freed"] >= 1 and ut["unfit"] <= 1,
-          "%d rows loaded in all for a %d-row map, %d tables freed, %d refused %s"
-          % (loaded, cap, ut["freed"], ut["unfit"], where))
+    # A child needs at most ~7 800 rows (_decimal, libz, the extension) of
+    # the ~10 000 free: first fit alone leaves them in pieces a child's own
+    # tables split (the base refused 1-2 tables a run at this margin); a
+    # table in the way is moved.
+    check(loaded > cap and ut["freed"] >= 1 and ut["unfit"] == 0,
+          "%d rows loaded in all for a %d-row map, %d tables freed, %d moved, %d refused %s"
+          % (loaded, cap, ut["freed"], ut.get("moved", 0), ut["unfit"], where))
     # Each child dlopens the extension right before spinning: its first
     # milliseconds there may be marked (test_native_tables_dlopen_after_start).
     n, exact = _c_right_above(stacks, "child_work", where)
