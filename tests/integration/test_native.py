@@ -364,7 +364,7 @@ def test_native_unwind_tables_exact():
               % (python.label, cb_merged, cb, where))
 
 
-def _late(tag, mode, args, env=None):
+def _late(tag, mode, args, env=None, prefix=()):
     """(stacks, --stats unwind_tables, where) of record --native -s over
     native_late.py MODE (the extension built without frame pointers), on
     pyenv's 3.13 (none either)."""
@@ -375,7 +375,8 @@ def _late(tag, mode, args, env=None):
     res = run_profiler(None, ["--native", "-s", "-F", "250", "-f", "collapsed", "-o", out,
                               "--stats", stats, "--", python.path,
                               os.path.join(WORKLOADS, "native_late.py"),
-                              mode, _build_ext(False)] + list(args), timeout=60, env=env)
+                              mode, _build_ext(False)] + list(args), timeout=60, env=env,
+                       prefix=prefix)
     res.expect_ok()
     with open(stats) as f:
         st = json.load(f)
@@ -429,6 +430,71 @@ def test_native_tables_dlopen_after_start():
           "(the rest %s) %s" % (exact, n, UNMATCHED, where))
     check(ut["notified"] >= rounds, "%d new-code reports for %d loads %s"
           % (ut["notified"], rounds, where))
+
+
+# The profiler in a mount namespace of its own with tracefs mounted, where
+# the syscall tracepoints are (the test machine does not mount it).
+WITH_TRACEFS = ["unshare", "--mount", "sh", "-c",
+                "mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing;"
+                " exec \"$0\" \"$@\""]
+
+
+def _burn_so():
+    """(path, burn's offset, the text's offset and size) of native_burn.c
+    built without frame pointers; its text's addresses are its offsets."""
+    out_dir = art_path("native-burn")
+    so = os.path.join(out_dir, "burn.so")
+    os.makedirs(out_dir, exist_ok=True)
+    cc = subprocess.run(["cc", "-O2", "-fomit-frame-pointer", "-fPIC", "-shared",
+                         os.path.join(WORKLOADS, "native_burn.c"), "-o", so],
+                        capture_output=True, text=True)
+    check(cc.returncode == 0, "building burn.so failed: %s" % cc.stderr[-800:])
+    nm = subprocess.run(["nm", "-D", so], capture_output=True, text=True).stdout
+    func = next(int(l.split()[0], 16) for l in nm.splitlines() if l.endswith(" T burn"))
+    for line in subprocess.run(["readelf", "-lW", so], capture_output=True,
+                               text=True).stdout.splitlines():
+        f = line.split()
+        if f[:1] == ["LOAD"] and "E" in f[6:-1]:
+            off, vaddr, size = int(f[1], 16), int(f[2], 16), int(f[5], 16)
+            check(off == vaddr and off <= func < off + size,
+                  "burn.so's text: offset %#x at %#x, burn at %#x" % (off, vaddr, func))
+            return so, func, off, size
+    check(False, "burn.so has no executable segment")
+
+
+@timeout(60)
+def test_native_tables_mprotect_exec():
+    """Code made executable by mprotect (a file mapped readable by hand,
+    its text then made executable, as a loader of its own does) has its
+    table before it runs: sys_exit_mprotect reports it, 50 ms before the
+    code is called, so no walk stops at unknown code (the base: one stop a
+    round, each round's first samples marked, until the unwinder's own
+    report was read) and its samples interleave."""
+    rounds = 5
+    work = art_path("native-late-mprotect")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    so, func, off, size = _burn_so()
+    stacks, ut, where = _late("mprotect", "mprotect",
+                              [work, str(rounds), so, hex(func), hex(off), hex(size)],
+                              prefix=WITH_TRACEFS)
+    n = exact = 0
+    for frames, count in stacks:
+        burn = any(k == "native" and name.startswith("burn [burn") for k, name in frames)
+        if ("py", "fresh_mp") not in frames or not burn:
+            continue
+        n += count
+        above = _after(frames, "fresh_mp")
+        if ("mark", UNMATCHED) not in frames and above[-1][1].startswith("burn [burn") \
+                and not [k for k, _ in above if k == "py"]:
+            exact += count
+    check(n >= 4 * rounds, "only %d samples in burn %s" % (n, where))
+    check(exact >= 0.9 * n, "burn interleaved in %d of %d samples %s" % (exact, n, where))
+    # A sample in the 50 ms between mprotect and the call is the only way
+    # to a stop, if the profiler took that long to read the report.
+    check(ut["bpf_new_code"] <= 1 and ut["notified"] >= rounds,
+          "%d walks stopped at new code, %d reports, for %d rounds %s"
+          % (ut["bpf_new_code"], ut["notified"], rounds, where))
 
 
 @timeout(60)
