@@ -228,8 +228,8 @@ static void native_tables(struct sampler *s, const struct sampler_opts *o)
 
 /*
  * New executable mappings told at once where the kernel lets us attach to
- * the exits of mmap and mprotect (tracefs); else the unwinder's reports of a pc in no known
- * mapping, and the periodic rescan, find them.
+ * the exits of mmap and mprotect (tracefs); else the unwinder's reports of
+ * a pc in no known mapping, and the periodic rescan, find them.
  */
 static void attach_new_code(struct sampler *s)
 {
