@@ -498,6 +498,32 @@ def test_native_tables_mprotect_exec():
 
 
 @timeout(60)
+def test_native_tables_many_modules():
+    """A process with 300 modules dlopened (copies of burn.so: a table
+    each, one by build id) has all its executable mappings listed (before:
+    128, the interpreter's own at the highest addresses left out, and every
+    sample marked), so burn under many_work interleaves."""
+    work = art_path("native-late-many")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    so = _burn_so()[0]
+    stacks, _, where = _late("many", "many", [work, "300", so])
+    n = exact = 0
+    for frames, count in stacks:
+        if ("py", "many_work") not in frames:
+            continue
+        n += count
+        above = _after(frames, "many_work")
+        # Its copies share a build id: symbols name any one of them.
+        if ("mark", UNMATCHED) not in frames and above \
+                and re.match(r"burn \[burn\d+\.so\]$", above[-1][1]) \
+                and not [k for k, _ in above if k == "py"]:
+            exact += count
+    check(n >= 30 and exact >= 0.9 * n, "burn interleaved in %d of %d samples of many_work %s"
+          % (exact, n, where))
+
+
+@timeout(60)
 def test_native_tables_churn_frees_rows():
     """Processes come and go (one child after the other, each with a C
     module of its own) under a map shrunk, by TB_DEBUG_CFI_ROWS (a

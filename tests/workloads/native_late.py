@@ -2,6 +2,7 @@
 
 usage: native_late.py dlopen EXT_DIR WORK_DIR ROUNDS
        native_late.py mprotect EXT_DIR WORK_DIR ROUNDS SO FUNC_OFF TEXT_OFF TEXT_LEN
+       native_late.py many EXT_DIR WORK_DIR COUNT SO
        native_late.py churn EXT_DIR MODULE...
        native_late.py child EXT_DIR MODULE
 
@@ -13,6 +14,8 @@ addresses are its file offsets) is mapped readable by hand, its text
 (TEXT_OFF, TEXT_LEN) made executable by mprotect, as a loader of its own
 would; 50 ms later (its relocations, say) fresh_mp() calls its function at
 FUNC_OFF (burn) through ctypes for 100 ms; rounds are 0.13 s apart.
+many: COUNT copies of SO (native_burn.c) dlopened, then many_work() calls
+burn in the first for 0.3 s.
 churn: 0.1 s of Python, then one child process after the other, each
 importing its MODULE (a C extension of the standard library: a table of
 its own) and then spinning in tbnative.spin for 0.15 s in child_work().
@@ -87,6 +90,25 @@ def mprotect_rounds(work_dir, rounds, so, func_off, text_off, text_len):
         fresh_mp(ctypes.CFUNCTYPE(ctypes.c_long, ctypes.c_long)(base + func_off))
 
 
+def many_work(fn):
+    end = time.perf_counter() + 0.3
+    while time.perf_counter() < end:
+        fn(200_000)
+
+
+def many(work_dir, count, so):
+    import ctypes
+    import shutil
+    libs = []
+    for k in range(count):
+        path = os.path.join(work_dir, "burn%d.so" % k)
+        shutil.copy(so, path)
+        libs.append(ctypes.CDLL(path))
+    libs[0].burn.argtypes = [ctypes.c_long]
+    libs[0].burn.restype = ctypes.c_long
+    many_work(libs[0].burn)
+
+
 def churn(ext_dir, modules):
     end = time.perf_counter() + 0.1     # samples even without children
     while time.perf_counter() < end:
@@ -108,6 +130,8 @@ if __name__ == "__main__":
     elif sys.argv[1] == "mprotect":
         mprotect_rounds(sys.argv[3], int(sys.argv[4]), sys.argv[5],
                         *(int(a, 0) for a in sys.argv[6:9]))
+    elif sys.argv[1] == "many":
+        many(sys.argv[3], int(sys.argv[4]), sys.argv[5])
     elif sys.argv[1] == "churn":
         churn(sys.argv[2], sys.argv[3:])
     else:
