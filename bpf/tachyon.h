@@ -616,7 +616,12 @@ TB_ABI_OFF(struct tb_cfi_row, arg, 11);
  */
 #define TB_CFI_ROWS		(1u << 20)	/* 12 MiB of rows */
 #define TB_CFI_PAGE_SHIFT	12
-#define TB_CFI_MAPS		128		/* mappings with tables per process */
+/*
+ * Executable mappings listed per process: 512 (a process importing a few
+ * hundred extension modules stays `complete`); a cfi_procs entry is then
+ * 20 KiB (32 KiB of kernel memory, allocated per process described).
+ */
+#define TB_CFI_MAPS		512
 #define TB_CFI_PROCS		1024		/* processes with tables */
 
 struct tb_cfi_map {

@@ -157,7 +157,7 @@ struct {
 } uw_stats SEC(".maps");
 
 /* Search steps: enough for TB_CFI_MAPS mappings, and CFI_MAX_ROWS (2^21) rows. */
-#define UW_MAP_STEPS	8
+#define UW_MAP_STEPS	10
 #define UW_ROW_STEPS	22
 
 /*

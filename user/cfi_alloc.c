@@ -43,27 +43,54 @@ void cfi_extents_release(struct cfi_extents *x)
 	memset(x, 0, sizeof(*x));
 }
 
+/* The first n rows of free stretch i (at least n long). */
+static uint32_t take(struct cfi_extents *x, size_t i, uint32_t n)
+{
+	struct cfi_extent *e = &x->free[i];
+	uint32_t first = e->first;
+
+	e->first += n;
+	e->n -= n;
+	if (!e->n) {
+		memmove(e, e + 1, (x->nfree - i - 1) * sizeof(*e));
+		x->nfree--;
+	}
+	x->used += n;
+	return first;
+}
+
 int64_t cfi_extents_alloc(struct cfi_extents *x, uint32_t n)
 {
-	struct cfi_extent *e;
-	uint32_t first;
+	size_t i;
+
+	for (i = 0; n && i < x->nfree; i++)
+		if (x->free[i].n >= n)
+			return take(x, i, n);
+	return -ENOSPC;
+}
+
+int64_t cfi_extents_alloc_apart(struct cfi_extents *x, uint32_t n, uint32_t first, uint32_t len)
+{
+	const struct cfi_extent *e;
 	size_t i;
 
 	for (i = 0; n && i < x->nfree; i++) {
 		e = &x->free[i];
-		if (e->n < n)
-			continue;
-		first = e->first;
-		e->first += n;
-		e->n -= n;
-		if (!e->n) {
-			memmove(e, e + 1, (x->nfree - i - 1) * sizeof(*e));
-			x->nfree--;
-		}
-		x->used += n;
-		return first;
+		if (e->n >= n && e->first + e->n != first && e->first != first + len)
+			return take(x, i, n);
 	}
 	return -ENOSPC;
+}
+
+uint32_t cfi_extents_around(const struct cfi_extents *x, uint32_t first, uint32_t len)
+{
+	uint32_t n = 0;
+	size_t i;
+
+	for (i = 0; i < x->nfree; i++)
+		if (x->free[i].first + x->free[i].n == first || x->free[i].first == first + len)
+			n += x->free[i].n;
+	return n;
 }
 
 int cfi_extents_free(struct cfi_extents *x, uint32_t first, uint32_t n)
@@ -122,6 +149,12 @@ int cfi_store_init(struct cfi_store *s, uint32_t cap, cfi_forget_fn forget, void
 	return cfi_extents_init(&s->x, cap);
 }
 
+void cfi_store_hooks(struct cfi_store *s, cfi_move_fn move, cfi_reap_fn reap)
+{
+	s->move = move;
+	s->reap = reap;
+}
+
 void cfi_store_release(struct cfi_store *s)
 {
 	cfi_extents_release(&s->x);
@@ -165,16 +198,92 @@ static struct cfi_held *oldest_idle(struct cfi_store *s)
 	return best;
 }
 
-/* A place for n rows, freeing idle tables for it while they last. */
+/* The longest free stretch not next to h's rows. */
+static uint32_t largest_apart(const struct cfi_extents *x, const struct cfi_held *h)
+{
+	uint32_t best = 0;
+	size_t i;
+
+	for (i = 0; i < x->nfree; i++)
+		if (x->free[i].n > best && x->free[i].first + x->free[i].n != h->first &&
+		    x->free[i].first != h->first + h->n)
+			best = x->free[i].n;
+	return best;
+}
+
+/*
+ * The held table cheapest to move (fewest rows) whose place and the free
+ * stretches on either side of it make n rows, and that a free stretch
+ * elsewhere takes; NULL if none.
+ */
+static struct cfi_held *in_the_way(struct cfi_store *s, uint32_t n)
+{
+	struct cfi_held *h, *best = NULL;
+	size_t i;
+
+	for (i = 0; i < s->ntabs; i++) {
+		h = &s->tabs[i];
+		if (!h->n || (best && h->n >= best->n) ||
+		    (uint64_t)h->n + cfi_extents_around(&s->x, h->first, h->n) < n ||
+		    largest_apart(&s->x, h) < h->n)
+			continue;
+		best = h;
+	}
+	return best;
+}
+
+/*
+ * Free space in pieces too short for n rows while a held table sits between
+ * them (first fit leaves such holes): that table moved elsewhere by the
+ * owner's move hook, its place freed. 0, or -ENOSPC / the hook's error.
+ */
+static int move_one(struct cfi_store *s, uint32_t n)
+{
+	struct cfi_held *h;
+	int64_t to;
+	int err;
+
+	if (!s->move || !(h = in_the_way(s, n)))
+		return -ENOSPC;
+	to = cfi_extents_alloc_apart(&s->x, h->n, h->first, h->n);
+	if (to < 0)
+		return (int)to;
+	err = s->move(s->ctx, h->key, h->first, (uint32_t)to, h->n);
+	if (err) {
+		cfi_extents_free(&s->x, (uint32_t)to, h->n);
+		return err;
+	}
+	if (cfi_extents_free(&s->x, h->first, h->n))
+		s->st.leaked += h->n;
+	h->first = (uint32_t)to;
+	s->st.moved++;
+	return 0;
+}
+
+/*
+ * A place for n rows: tables nobody holds freed for it while they last,
+ * then (once) the holds of processes known gone released (the owner's reap
+ * hook: an exit not read yet), then held tables moved out of the way.
+ */
 static int64_t place(struct cfi_store *s, uint32_t n)
 {
 	int64_t first = cfi_extents_alloc(&s->x, n);
 	struct cfi_held *h;
+	int reaped = !s->reap, r;
+	size_t moves = 0;
 
-	while (first < 0 && n <= s->x.cap && (h = oldest_idle(s))) {
-		s->st.freed++;
-		s->st.rows_freed += h->n;
-		forget(s, h);
+	while (first < 0 && n <= s->x.cap) {
+		if ((h = oldest_idle(s))) {
+			s->st.freed++;
+			s->st.rows_freed += h->n;
+			forget(s, h);
+		} else if (!reaped) {
+			reaped = 1;
+			r = s->reap(s->ctx);
+			s->st.reaped += r > 0 ? (uint64_t)r : 0;
+		} else if (moves++ > s->ntabs || move_one(s, n)) {
+			break;
+		}
 		first = cfi_extents_alloc(&s->x, n);
 	}
 	return first;

@@ -13,7 +13,9 @@
  * process holds any more stays loaded (the next process of the same
  * program maps the same libraries) until its rows are wanted for another:
  * then the least recently released ones are freed, one at a time, until
- * the new table fits.
+ * the new table fits; if it still does not, the holds of processes that
+ * are gone are released (their exit not read yet), and then a held table
+ * that splits enough free rows is moved elsewhere (a hook), once per step.
  */
 #ifndef TB_CFI_ALLOC_H
 #define TB_CFI_ALLOC_H
@@ -41,6 +43,10 @@ int64_t cfi_extents_alloc(struct cfi_extents *x, uint32_t n);
 int cfi_extents_free(struct cfi_extents *x, uint32_t first, uint32_t n);
 /* The longest free stretch: what a table may take now without eviction. */
 uint32_t cfi_extents_largest(const struct cfi_extents *x);
+/* As cfi_extents_alloc, from a stretch not next to rows [first, first + len). */
+int64_t cfi_extents_alloc_apart(struct cfi_extents *x, uint32_t n, uint32_t first, uint32_t len);
+/* The free rows right before and right after rows [first, first + len). */
+uint32_t cfi_extents_around(const struct cfi_extents *x, uint32_t first, uint32_t len);
 
 struct cfi_held {
 	const void *key;
@@ -56,10 +62,19 @@ struct cfi_store_stats {
 	uint64_t rows_freed;
 	uint64_t refused;	/* tables that did not fit even after freeing (once each) */
 	uint64_t leaked;	/* rows lost to a failed free (out of memory) */
+	uint64_t moved;		/* held tables moved to join free stretches */
+	uint64_t reaped;	/* holders found gone before their exit was read */
 };
 
 /* Told of each table whose rows the store frees. */
 typedef void (*cfi_forget_fn)(void *ctx, const void *key);
+/*
+ * Copies key's n rows at from to to (free, apart from them) and points
+ * every holder there; from is freed when it returns. 0 or -errno.
+ */
+typedef int (*cfi_move_fn)(void *ctx, const void *key, uint32_t from, uint32_t to, uint32_t n);
+/* Releases (cfi_store_put) the holds of holders known to be gone: how many. */
+typedef int (*cfi_reap_fn)(void *ctx);
 
 struct cfi_store {
 	struct cfi_extents x;
@@ -68,10 +83,17 @@ struct cfi_store {
 	uint64_t clock;
 	struct cfi_store_stats st;
 	cfi_forget_fn forget;	/* may be NULL */
+	cfi_move_fn move;	/* may be NULL: nothing held moves */
+	cfi_reap_fn reap;	/* may be NULL */
 	void *ctx;
 };
 
 int cfi_store_init(struct cfi_store *s, uint32_t cap, cfi_forget_fn forget, void *ctx);
+/*
+ * When a table does not fit once the idle ones are freed: reap releases
+ * the holds of the gone, move takes a held table out of the way.
+ */
+void cfi_store_hooks(struct cfi_store *s, cfi_move_fn move, cfi_reap_fn reap);
 void cfi_store_release(struct cfi_store *s);
 /*
  * One more hold on key's table of nrows rows (nrows > 0). *out: its place;

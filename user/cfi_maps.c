@@ -21,8 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/membarrier.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -53,7 +55,8 @@ struct cfi_maps {
 	uint64_t last_rescan;	/* CLOCK_MONOTONIC ns */
 	pid_t changed[64];	/* described again since cfi_maps_changed() */
 	size_t nchanged;
-	/* The scan under way: the description, and the tables it holds. */
+	/* The scan under way: its pid, the description, and the tables it holds. */
+	pid_t scanning;
 	struct tb_cfi_proc desc;
 	const struct cfi_table **held;
 	size_t nheld, capheld;
@@ -92,6 +95,86 @@ static void forget_table(void *ctx, const void *key)
 	cfi_cache_drop(key);
 }
 
+static int write_table(int fd, const struct cfi_table *t, uint32_t first);
+static void forget_rows(struct cfi_maps *cm);
+
+/* d's entries in a description that use the rows at from: at to now. */
+static int repoint(struct tb_cfi_proc *d, uint32_t from, uint32_t to)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < d->n && i < TB_CFI_MAPS; i++)
+		if (d->maps[i].nrows && d->maps[i].first == from) {
+			d->maps[i].first = to;
+			n++;
+		}
+	return n;
+}
+
+/*
+ * Every program run that may have read a description from before now has
+ * ended: the programs run under RCU, and membarrier's global command waits
+ * for a grace period (where it is refused, 20 ms: a walk takes microseconds).
+ */
+static void wait_readers(void)
+{
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0))
+		usleep(20000);
+}
+
+/*
+ * The store's move hook: a held table's rows and index copied to to, the
+ * processes that map it (and the scan under way) pointed there, then the
+ * walks that may still use from waited for, as the store frees it next.
+ */
+static int move_table(void *ctx, const void *key, uint32_t from, uint32_t to, uint32_t n)
+{
+	struct cfi_maps *cm = ctx;
+	struct tb_cfi_proc *d = malloc(sizeof(*d));
+	__u32 pid;
+	size_t i;
+	int err = d ? write_table(cm->rows_fd, key, to) : -ENOMEM;
+
+	(void)n;
+	for (i = 0; !err && i < cm->nprocs; i++) {
+		pid = (__u32)cm->procs[i].pid;
+		if (!bpf_map_lookup_elem(cm->procs_fd, &pid, d) && repoint(d, from, to) &&
+		    bpf_map_update_elem(cm->procs_fd, &pid, d, BPF_EXIST))
+			err = -errno;
+	}
+	free(d);
+	if (err)
+		return err;
+	repoint(&cm->desc, from, to);
+	forget_rows(cm);
+	wait_readers();
+	return 0;
+}
+
+/*
+ * The store's reap hook, for a table that does not fit: the holds of the
+ * processes that are gone although their exit has not been read yet (with
+ * --all-python a process found by the scan of /proc may be described
+ * before the ring buffer's exit record of the one before it). Not the
+ * process being described.
+ */
+static int reap_gone(void *ctx)
+{
+	struct cfi_maps *cm = ctx;
+	size_t i = 0;
+	int n = 0;
+
+	while (i < cm->nprocs) {
+		if (cm->procs[i].pid != cm->scanning && proc_gone(cm->procs[i].pid)) {
+			cfi_maps_del(cm, cm->procs[i].pid);	/* the last entry moves to i */
+			n++;
+		} else {
+			i++;
+		}
+	}
+	return n;
+}
+
 /*
  * TB_CFI_ROWS, or fewer by the environment's TB_DEBUG_CFI_ROWS: a debugging
  * aid that lets a test fill the map quickly (tests/integration/test_native.py).
@@ -120,6 +203,7 @@ struct cfi_maps *cfi_maps_new(int rows_fd, int procs_fd, int stats_fd, uint32_t 
 		errno = ENOMEM;
 		return NULL;
 	}
+	cfi_store_hooks(&cm->store, move_table, reap_gone);
 	cm->rows_fd = rows_fd;
 	cm->procs_fd = procs_fd;
 	cm->stats_fd = stats_fd;
@@ -455,15 +539,24 @@ int cfi_maps_add(struct cfi_maps *cm, pid_t pid)
 		cm->st.rescans++;
 	else if (!(d = new_described(cm, pid)))
 		return -ENOMEM;
-	d->pending = 0;
+	/*
+	 * A new process is looked at again at the next rescan: the caller
+	 * makes it known to the BPF side (procs) only after this scan, and
+	 * on_mmap_exec reports nothing for it until then (seen: the modules
+	 * its first imports map, left to the 1 s rescan).
+	 */
+	d->pending = !(d->fingerprint);
 	snprintf(p, sizeof(p), "/proc/%d/maps", (int)pid);
 	f = fopen(p, "re");
 	if (!f)
 		return -errno;
 	d->fingerprint = exec_fingerprint(f, &count);
 	rewind(f);
+	cm->scanning = pid;
 	scan(cm, pid, f, count <= TB_CFI_MAPS);
+	cm->scanning = 0;
 	fclose(f);
+	d = described_of(cm, pid);	/* a reap during the scan moves entries */
 	if (!cm->nheld)		/* frame pointers only: bpf_get_stack() */
 		bpf_map_delete_elem(cm->procs_fd, &key);
 	else if (bpf_map_update_elem(cm->procs_fd, &key, &cm->desc, BPF_ANY))
@@ -501,14 +594,15 @@ void cfi_maps_notify(struct cfi_maps *cm, pid_t pid)
 /* pid again if its executable mappings changed (1: exited, or unreadable). */
 static void rescan_one(struct cfi_maps *cm, struct described *d)
 {
-	uint64_t fp = pid_fingerprint(d->pid);
+	pid_t pid = d->pid;	/* d may move: cfi_maps_add() may reap */
+	uint64_t fp = pid_fingerprint(pid);
 
 	d->pending = 0;
 	if (fp == d->fingerprint || fp == 1)
 		return;
-	cfi_maps_add(cm, d->pid);
+	cfi_maps_add(cm, pid);
 	if (cm->nchanged < sizeof(cm->changed) / sizeof(cm->changed[0]))
-		cm->changed[cm->nchanged++] = d->pid;
+		cm->changed[cm->nchanged++] = pid;
 }
 
 size_t cfi_maps_changed(struct cfi_maps *cm, pid_t *out, size_t max)
@@ -554,6 +648,8 @@ void cfi_maps_stats(struct cfi_maps *cm, struct cfi_maps_stats *out)
 	out->freed = ss->freed;
 	out->rows_freed = ss->rows_freed;
 	out->unfit = ss->refused;
+	out->moved = ss->moved;
+	out->reaped = ss->reaped;
 	out->largest_free = cfi_extents_largest(&cm->store.x);
 	if (ncpus <= 0 || !(v = calloc((size_t)ncpus, sizeof(__u64) * TB_UW_NR)))
 		return;

@@ -23,6 +23,8 @@ struct cfi_maps_stats {
 	uint64_t freed;		/* tables whose rows were freed for others */
 	uint64_t rows_freed;	/* their rows */
 	uint64_t unfit;		/* tables refused: did not fit (frame pointers there) */
+	uint64_t moved;		/* held tables moved to join free rows for another */
+	uint64_t reaped;	/* processes found gone before their exit was read */
 	uint64_t procs;		/* processes described */
 	uint64_t rescans;	/* mappings described again (dlopen, exec) */
 	uint64_t notified;	/* the BPF side's "new code in P" records */

@@ -262,7 +262,7 @@ uint64_t proc_start_time(pid_t pid)
 }
 
 /* Exited, reaped or not: a zombie keeps /proc/PID but has no mappings. */
-static bool proc_gone(pid_t pid)
+bool proc_gone(pid_t pid)
 {
 	struct proc_stat st;
 	int ret = proc_read_stat(pid, 0, &st);

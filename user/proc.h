@@ -88,6 +88,8 @@ uint64_t proc_start_time(pid_t pid);
 
 /* 1 if /proc/PID exists, 0 if not. */
 int proc_exists(pid_t pid);
+/* Exited, reaped or not (a zombie). */
+bool proc_gone(pid_t pid);
 
 /* The state letter of /proc/PID/task/TID/stat ('R', 'S', 'D', ...); 0 if
  * the thread is gone, '?' if unreadable. */

@@ -230,12 +230,14 @@ static void native_tables(struct sampler *s, const struct sampler_opts *o)
 	bpf_map__set_max_entries(s->skel->maps.cfi_procs, on ? TB_CFI_PROCS : 1);
 	bpf_program__set_autoload(s->skel->progs.on_mmap_exec, on);
 	bpf_program__set_autoattach(s->skel->progs.on_mmap_exec, false);	/* attach_new_code() */
+	bpf_program__set_autoload(s->skel->progs.on_mprotect_exec, on);
+	bpf_program__set_autoattach(s->skel->progs.on_mprotect_exec, false);
 }
 
 /*
  * New executable mappings told at once where the kernel lets us attach to
- * mmap's exit (tracefs); else the unwinder's reports of a pc in no known
- * mapping, and the periodic rescan, find them.
+ * the exits of mmap and mprotect (tracefs); else the unwinder's reports of
+ * a pc in no known mapping, and the periodic rescan, find them.
  */
 static void attach_new_code(struct sampler *s)
 {
@@ -244,6 +246,10 @@ static void attach_new_code(struct sampler *s)
 	s->skel->links.on_mmap_exec = bpf_program__attach(s->skel->progs.on_mmap_exec);
 	if (!s->skel->links.on_mmap_exec)
 		tb_debug("--native: no tracepoint syscalls/sys_exit_mmap: %s (new code is found by the unwinder and by rescans)",
+			 strerror(errno));
+	s->skel->links.on_mprotect_exec = bpf_program__attach(s->skel->progs.on_mprotect_exec);
+	if (!s->skel->links.on_mprotect_exec)
+		tb_debug("--native: no tracepoint syscalls/sys_exit_mprotect: %s (code made executable is found by the unwinder and by rescans)",
 			 strerror(errno));
 }
 

@@ -191,14 +191,15 @@ void stats_print(const struct session_view *s, uint64_t written)
 		tb_info("--native unwind tables: %" PRIu64 " files, %" PRIu64 " of %" PRIu64
 			" rows in use (%.1f MiB), %" PRIu64 " rows of files no process maps; %" PRIu64
 			" loaded in all, %" PRIu64 " freed (%" PRIu64 " rows), %" PRIu64
-			" refused; %" PRIu64 " processes, %" PRIu64 " rescans, %" PRIu64
+			" moved, %" PRIu64 " refused; %" PRIu64 " processes (%" PRIu64
+			" found gone), %" PRIu64 " rescans, %" PRIu64
 			" new-code reports; BPF: %" PRIu64 " stacks, %" PRIu64 " frames by rows, %" PRIu64
 			" by frame pointer, %" PRIu64 " walks to the outermost frame, %" PRIu64
 			" stopped at new code",
 			st->cfi.tables, st->cfi.rows, st->cfi.max_rows,
 			st->cfi.rows * sizeof(struct tb_cfi_row) / 1048576.0, st->cfi.rows_idle,
-			st->cfi.loaded, st->cfi.freed, st->cfi.rows_freed, st->cfi.unfit,
-			st->cfi.procs, st->cfi.rescans, st->cfi.notified, st->cfi.uw[TB_UW_C_STACKS],
+			st->cfi.loaded, st->cfi.freed, st->cfi.rows_freed, st->cfi.moved,
+			st->cfi.unfit, st->cfi.procs, st->cfi.reaped, st->cfi.rescans, st->cfi.notified, st->cfi.uw[TB_UW_C_STACKS],
 			st->cfi.uw[TB_UW_C_ROWS], st->cfi.uw[TB_UW_C_FP], st->cfi.uw[TB_UW_C_ENDS],
 			st->cfi.uw[TB_UW_C_UNKNOWN]);
 	self_rss(&rss, &peak);
@@ -230,14 +231,14 @@ static const char *native_json(const struct session_stats *st, char *buf, size_t
 	snprintf(buf, len, ",\n \"unwind_tables\": {\"files\": %" PRIu64 ", \"rows\": %" PRIu64
 		 ", \"rows_idle\": %" PRIu64 ", \"max_rows\": %" PRIu64 ", \"largest_free\": %" PRIu64
 		 ", \"bytes\": %" PRIu64 ", \"loaded\": %" PRIu64 ", \"freed\": %" PRIu64
-		 ", \"rows_freed\": %" PRIu64 ", \"unfit\": %" PRIu64
-		 ", \"processes\": %" PRIu64 ", \"rescans\": %" PRIu64 ", \"notified\": %" PRIu64
+		 ", \"rows_freed\": %" PRIu64 ", \"moved\": %" PRIu64 ", \"unfit\": %" PRIu64
+		 ", \"processes\": %" PRIu64 ", \"processes_gone\": %" PRIu64 ", \"rescans\": %" PRIu64 ", \"notified\": %" PRIu64
 		 ", \"bpf_stacks\": %" PRIu64 ", \"bpf_row_frames\": %" PRIu64
 		 ", \"bpf_fp_frames\": %" PRIu64 ", \"bpf_ends\": %" PRIu64
 		 ", \"bpf_new_code\": %" PRIu64 "}",
 		 t->tables, t->rows, t->rows_idle, t->max_rows, t->largest_free,
 		 (t->rows + t->rows_idle) * (uint64_t)sizeof(struct tb_cfi_row), t->loaded, t->freed,
-		 t->rows_freed, t->unfit, t->procs, t->rescans, t->notified, t->uw[TB_UW_C_STACKS],
+		 t->rows_freed, t->moved, t->unfit, t->procs, t->reaped, t->rescans, t->notified, t->uw[TB_UW_C_STACKS],
 		 t->uw[TB_UW_C_ROWS], t->uw[TB_UW_C_FP], t->uw[TB_UW_C_ENDS], t->uw[TB_UW_C_UNKNOWN]);
 	return buf;
 }

@@ -386,7 +386,7 @@ def _check_empty_evals(work, label, where):
           "(a key_of call set up or torn down) %s" % (label, n, where))
 
 
-def _late(tag, mode, args, env=None):
+def _late(tag, mode, args, env=None, prefix=()):
     """(stacks, --stats unwind_tables, where) of record --native -s over
     native_late.py MODE (the extension built without frame pointers), on
     pyenv's 3.13 (none either)."""
@@ -397,7 +397,8 @@ def _late(tag, mode, args, env=None):
     res = run_profiler(None, ["--native", "-s", "-F", "250", "-f", "collapsed", "-o", out,
                               "--stats", stats, "--", python.path,
                               os.path.join(WORKLOADS, "native_late.py"),
-                              mode, _build_ext(False)] + list(args), timeout=60, env=env)
+                              mode, _build_ext(False)] + list(args), timeout=60, env=env,
+                       prefix=prefix)
     res.expect_ok()
     with open(stats) as f:
         st = json.load(f)
@@ -453,29 +454,119 @@ def test_native_tables_dlopen_after_start():
           % (ut["notified"], rounds, where))
 
 
+# The profiler in a mount namespace of its own with tracefs mounted, where
+# the syscall tracepoints are (the test machine does not mount it).
+WITH_TRACEFS = ["unshare", "--mount", "sh", "-c",
+                "mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing;"
+                " exec \"$0\" \"$@\""]
+
+
+def _burn_so():
+    """(path, burn's offset, the text's offset and size) of native_burn.c
+    built without frame pointers; its text's addresses are its offsets."""
+    out_dir = art_path("native-burn")
+    so = os.path.join(out_dir, "burn.so")
+    os.makedirs(out_dir, exist_ok=True)
+    cc = subprocess.run(["cc", "-O2", "-fomit-frame-pointer", "-fPIC", "-shared",
+                         os.path.join(WORKLOADS, "native_burn.c"), "-o", so],
+                        capture_output=True, text=True)
+    check(cc.returncode == 0, "building burn.so failed: %s" % cc.stderr[-800:])
+    nm = subprocess.run(["nm", "-D", so], capture_output=True, text=True).stdout
+    func = next(int(l.split()[0], 16) for l in nm.splitlines() if l.endswith(" T burn"))
+    for line in subprocess.run(["readelf", "-lW", so], capture_output=True,
+                               text=True).stdout.splitlines():
+        f = line.split()
+        if f[:1] == ["LOAD"] and "E" in f[6:-1]:
+            off, vaddr, size = int(f[1], 16), int(f[2], 16), int(f[5], 16)
+            check(off == vaddr and off <= func < off + size,
+                  "burn.so's text: offset %#x at %#x, burn at %#x" % (off, vaddr, func))
+            return so, func, off, size
+    check(False, "burn.so has no executable segment")
+
+
+@timeout(60)
+def test_native_tables_mprotect_exec():
+    """Code made executable by mprotect (a file mapped readable by hand,
+    its text then made executable, as a loader of its own does) has its
+    table before it runs: sys_exit_mprotect reports it, 50 ms before the
+    code is called, so no walk stops at unknown code (the base: one stop a
+    round, each round's first samples marked, until the unwinder's own
+    report was read) and its samples interleave."""
+    rounds = 5
+    work = art_path("native-late-mprotect")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    so, func, off, size = _burn_so()
+    stacks, ut, where = _late("mprotect", "mprotect",
+                              [work, str(rounds), so, hex(func), hex(off), hex(size)],
+                              prefix=WITH_TRACEFS)
+    n = exact = 0
+    for frames, count in stacks:
+        burn = any(k == "native" and name.startswith("burn [burn") for k, name in frames)
+        if ("py", "fresh_mp") not in frames or not burn:
+            continue
+        n += count
+        above = _after(frames, "fresh_mp")
+        if ("mark", UNMATCHED) not in frames and above[-1][1].startswith("burn [burn") \
+                and not [k for k, _ in above if k == "py"]:
+            exact += count
+    check(n >= 4 * rounds, "only %d samples in burn %s" % (n, where))
+    check(exact >= 0.9 * n, "burn interleaved in %d of %d samples %s" % (exact, n, where))
+    # A sample in the 50 ms between mprotect and the call is the only way
+    # to a stop, if the profiler took that long to read the report.
+    check(ut["bpf_new_code"] <= 1 and ut["notified"] >= rounds,
+          "%d walks stopped at new code, %d reports, for %d rounds %s"
+          % (ut["bpf_new_code"], ut["notified"], rounds, where))
+
+
+@timeout(60)
+def test_native_tables_many_modules():
+    """A process with 300 modules dlopened (copies of burn.so: a table
+    each, one by build id) has all its executable mappings listed (before:
+    128, the interpreter's own at the highest addresses left out, and every
+    sample marked), so burn under many_work interleaves."""
+    work = art_path("native-late-many")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    so = _burn_so()[0]
+    stacks, _, where = _late("many", "many", [work, "300", so])
+    n = exact = 0
+    for frames, count in stacks:
+        if ("py", "many_work") not in frames:
+            continue
+        n += count
+        above = _after(frames, "many_work")
+        # Its copies share a build id: symbols name any one of them.
+        if ("mark", UNMATCHED) not in frames and above \
+                and re.match(r"burn \[burn\d+\.so\]$", above[-1][1]) \
+                and not [k for k, _ in above if k == "py"]:
+            exact += count
+    check(n >= 30 and exact >= 0.9 * n, "burn interleaved in %d of %d samples of many_work %s"
+          % (exact, n, where))
+
+
 @timeout(60)
 def test_native_tables_churn_frees_rows():
     """Processes come and go (one child after the other, each with a C
     module of its own) under a map shrunk, by TB_DEBUG_CFI_ROWS (a
     debugging aid, not documented for users), to the parent's tables and
-    12000 rows more: the tables of children gone are freed for the next
-    ones, more rows are loaded in all than the map holds, at most one
-    refused (an exit read late), and every child's C frames still
-    interleave."""
+    10000 rows more: the tables of children gone are freed for the next
+    ones, more rows are loaded in all than the map holds, none refused, and
+    every child's C frames still interleave."""
     _, base, _ = _late("churn-base", "churn", [])
-    cap = base["rows"] + base["rows_idle"] + 12000
+    cap = base["rows"] + base["rows_idle"] + 10000
     mods = ["_decimal", "_testcapi", "_ctypes", "_elementtree", "_lzma", "_bz2"]
     stacks, ut, where = _late("churn", "churn", mods, env={"TB_DEBUG_CFI_ROWS": str(cap)})
     check(ut["max_rows"] == cap, "max_rows %d, not TB_DEBUG_CFI_ROWS=%d %s"
           % (ut["max_rows"], cap, where))
     loaded = ut["rows"] + ut["rows_idle"] + ut["rows_freed"]
-    # A child that maps its module before the profiler has read its
-    # predecessor's exit finds that one's tables still held: its table may
-    # be refused once (then retried at its next hold). Seen once in two full
-    # checks; more than one refusal is a product bug.
-    check(loaded > cap and ut["freed"] >= 1 and ut["unfit"] <= 1,
-          "%d rows loaded in all for a %d-row map, %d tables freed, %d refused %s"
-          % (loaded, cap, ut["freed"], ut["unfit"], where))
+    # A child needs at most ~7 800 rows (_decimal, libz, the extension) of
+    # the ~10 000 free: first fit alone leaves them in pieces a child's own
+    # tables split (the base refused 1-2 tables a run at this margin); a
+    # table in the way is moved.
+    check(loaded > cap and ut["freed"] >= 1 and ut["unfit"] == 0,
+          "%d rows loaded in all for a %d-row map, %d tables freed, %d moved, %d refused %s"
+          % (loaded, cap, ut["freed"], ut.get("moved", 0), ut["unfit"], where))
     # Each child dlopens the extension right before spinning: its first
     # milliseconds there may be marked (test_native_tables_dlopen_after_start).
     n, exact = _c_right_above(stacks, "child_work", where)

@@ -235,6 +235,115 @@ static void test_store_lru(void **state)
 	cfi_store_release(&s);
 }
 
+/* The hooks' calls, for test_store_moves. */
+static const void *moved_key;
+static uint32_t moved_from, moved_to, nmoves, nreaps;
+static int move_err;
+static struct cfi_store *reap_store;
+static const void *reap_key;
+
+static int on_move(void *ctx, const void *key, uint32_t from, uint32_t to, uint32_t n)
+{
+	(void)ctx;
+	(void)n;
+	nmoves++;
+	if (move_err)
+		return move_err;
+	moved_key = key;
+	moved_from = from;
+	moved_to = to;
+	return 0;
+}
+
+/* A process found gone: its hold on reap_key (if any) released. */
+static int on_reap(void *ctx)
+{
+	(void)ctx;
+	nreaps++;
+	if (!reap_key)
+		return 0;
+	cfi_store_put(reap_store, reap_key);
+	reap_key = NULL;
+	return 1;
+}
+
+/*
+ * Room that is free in pieces: the holds of the gone released first, then
+ * the held table between two free stretches moved out of the way, into a
+ * stretch that is not next to it.
+ */
+static void test_store_moves(void **state)
+{
+	static const char E[1], F[1];
+	struct cfi_store s;
+	struct cfi_held h;
+
+	(void)state;
+	nforgotten = nmoves = nreaps = 0;
+	move_err = 0;
+	assert_int_equal(cfi_store_init(&s, 100, on_forget, NULL), 0);
+	cfi_store_hooks(&s, on_move, on_reap);
+	reap_store = &s;
+	assert_int_equal(cfi_store_get(&s, A, 30, &h), 1);	/* [0, 30) */
+	assert_int_equal(cfi_store_get(&s, B, 10, &h), 1);	/* [30, 40) */
+	assert_int_equal(cfi_store_get(&s, C, 30, &h), 1);	/* [40, 70) */
+	assert_int_equal(cfi_store_get(&s, D, 30, &h), 1);	/* [70, 100) */
+	/* A's holder is gone, its exit not read: reaped when room is short. */
+	reap_key = A;
+	cfi_store_put(&s, C);
+	/* E (50): C (idle) freed, then A reaped and freed: [0, 30) and
+	 * [40, 70) free, B between them; D moved to [0, 30), E in [40, 90). */
+	assert_int_equal(cfi_store_get(&s, E, 50, &h), 1);
+	assert_int_equal(nreaps, 1);
+	assert_int_equal(s.st.reaped, 1);
+	assert_int_equal(nforgotten, 2);
+	assert_int_equal(nmoves, 1);
+	assert_ptr_equal(moved_key, D);
+	assert_int_equal(moved_from, 70);
+	assert_int_equal(moved_to, 0);
+	assert_int_equal(s.st.moved, 1);
+	assert_int_equal(h.first, 40);
+	check_extents(&s.x);
+	assert_int_equal(cfi_store_get(&s, D, 30, &h), 0);	/* its new place */
+	assert_int_equal(h.first, 0);
+	cfi_store_put(&s, D);
+	/* F (10) needs no move: [90, 100) is free. */
+	assert_int_equal(cfi_store_get(&s, F, 10, &h), 1);
+	assert_int_equal(h.first, 90);
+	cfi_store_put(&s, F);
+	cfi_store_put(&s, B);
+	/* C (20): F and B freed, [30, 40) and [90, 100) free; D or E would
+	 * join them but no other stretch takes either: refused, none moved. */
+	assert_int_equal(cfi_store_get(&s, C, 20, &h), 0);
+	assert_int_equal(h.n, 0);
+	assert_int_equal(nmoves, 1);
+	assert_int_equal(s.st.refused, 1);
+	check_extents(&s.x);
+	cfi_store_release(&s);
+
+	/* A move that fails leaves everything in place, the table refused. */
+	nmoves = 0;
+	assert_int_equal(cfi_store_init(&s, 100, on_forget, NULL), 0);
+	cfi_store_hooks(&s, on_move, on_reap);
+	assert_int_equal(cfi_store_get(&s, A, 25, &h), 1);	/* [0, 25) */
+	assert_int_equal(cfi_store_get(&s, B, 25, &h), 1);	/* [25, 50) */
+	assert_int_equal(cfi_store_get(&s, C, 25, &h), 1);	/* [50, 75) */
+	assert_int_equal(cfi_store_get(&s, D, 25, &h), 1);	/* [75, 100) */
+	cfi_store_put(&s, A);
+	cfi_store_put(&s, C);
+	/* E (50): B cannot go to A's or C's place (both next to it); D can go
+	 * to A's, freeing [50, 100), but the move fails. */
+	move_err = -EIO;
+	assert_int_equal(cfi_store_get(&s, E, 50, &h), 0);
+	assert_int_equal(h.n, 0);
+	assert_int_equal(nmoves, 1);
+	assert_int_equal(s.st.moved, 0);
+	assert_int_equal(s.st.refused, 1);
+	check_extents(&s.x);
+	assert_int_equal(s.x.used, 50);
+	cfi_store_release(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -242,6 +351,7 @@ int main(void)
 		cmocka_unit_test(test_extents_model_and_fragmentation),
 		cmocka_unit_test(test_store_holds),
 		cmocka_unit_test(test_store_lru),
+		cmocka_unit_test(test_store_moves),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
