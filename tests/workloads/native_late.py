@@ -15,7 +15,7 @@ addresses are its file offsets) is mapped readable by hand, its text
 would; 50 ms later (its relocations, say) fresh_mp() calls its function at
 FUNC_OFF (burn) through ctypes for 100 ms; rounds are 0.13 s apart.
 many: COUNT copies of SO (native_burn.c) dlopened, then many_work() calls
-burn in the first for 0.3 s.
+burn in the first for 0.8 s.
 churn: 0.1 s of Python, then one child process after the other, each
 importing its MODULE (a C extension of the standard library: a table of
 its own) and then spinning in tbnative.spin for 0.15 s in child_work().
@@ -91,7 +91,7 @@ def mprotect_rounds(work_dir, rounds, so, func_off, text_off, text_len):
 
 
 def many_work(fn):
-    end = time.perf_counter() + 0.3
+    end = time.perf_counter() + 0.8
     while time.perf_counter() < end:
         fn(200_000)
 
