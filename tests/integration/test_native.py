@@ -403,6 +403,7 @@ def _late(tag, mode, args, env=None, prefix=()):
     with open(stats) as f:
         st = json.load(f)
     check("unwind_tables" in st, "--stats has no unwind_tables %s" % res.where())
+    st["unwind_tables"]["duration_s"] = st["duration_s"]
     stacks = []
     with open(out) as f:
         for line in f:     # -s: each stack starts with its process's name
@@ -450,8 +451,15 @@ def test_native_tables_dlopen_after_start():
     # mmap, marked.
     check(exact >= 0.7 * n, "spin right above fresh in %d of %d samples of its first 100 ms "
           "(the rest %s) %s" % (exact, n, UNMATCHED, where))
-    check(ut["notified"] >= rounds, "%d new-code reports for %d loads %s"
-          % (ut["notified"], rounds, where))
+    # Without tracefs (as in CI) the reports come from the unwinder, at a
+    # load's first sample in its code; the profiler's own rescan of every
+    # second (RESCAN_NS) may describe a load before that (it did once in a
+    # loaded CI run: 4 reports, 6 rescans, every load described). So each
+    # such rescan may stand for one report, no more.
+    timed = int(ut["duration_s"])
+    check(ut["rescans"] >= rounds and ut["notified"] >= rounds - timed,
+          "%d new-code reports and %d rescans for %d loads in %.1f s %s"
+          % (ut["notified"], ut["rescans"], rounds, ut["duration_s"], where))
 
 
 # The profiler in a mount namespace of its own with tracefs mounted, where
