@@ -21,6 +21,32 @@ const volatile __u8 native_own_fp = 0;	/* set where bpf_task_pt_regs exists */
  */
 #define FP_LOWEST 4096
 
+/* Is pc in the eval function (tb_addrs' eval parts)? */
+static __always_inline int in_eval(const struct tb_addrs *a, __u64 pc)
+{
+	return pc - a->eval_lo[0] < a->eval_hi[0] - a->eval_lo[0] ||
+	       pc - a->eval_lo[1] < a->eval_hi[1] - a->eval_lo[1];
+}
+
+/*
+ * TB_LEAF_EVAL_CALLER, or 0: the leaf is outside the eval function and the
+ * word at rsp (a frameless leaf's return address) is inside it. Measured on
+ * Debian's 3.15, a pure-Python loop: 12 % of samples had a frameless leaf
+ * called from the eval loop (_PyCompactLong_Add, _Py_Dealloc, ...), their
+ * stacks one eval frame short and marked unmatched. One 8-byte read of the
+ * hot stack top, only for a leaf outside the eval loop.
+ */
+static __always_inline __u64 fp_eval_caller(const struct tb_addrs *a, struct pt_regs *regs)
+{
+	__u64 ret = 0;
+
+	if (!a->eval_hi[0] || in_eval(a, regs->ip) ||
+	    bpf_probe_read_user(&ret, sizeof(ret), (void *)regs->sp))
+		return 0;
+	/* a return address follows a call: never the function's first byte */
+	return ret != a->eval_lo[0] && in_eval(a, ret) ? TB_LEAF_EVAL_CALLER : 0;
+}
+
 __noinline int fp_stack(__u32 depth)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), j, i;
@@ -42,7 +68,7 @@ __noinline int fp_stack(__u32 depth)
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	p = &w[j];
 	barrier_var(p);
-	p[0] = regs->ip;
+	p[0] = regs->ip | fp_eval_caller(&s->walk.addr, regs);
 	fp = regs->bp;
 	for (i = 1; i < TB_USTACK_DEPTH; i++) {
 		j = 2 * depth + i;

@@ -1292,6 +1292,10 @@ static __always_inline void native_stack(void *ctx, struct walk_ctx *c)
 		return;
 	}
 	n /= sizeof(__u64);
+	/* tb_addrs' eval_lo: a leaf in the eval loop is one pc, one count key
+	 * (a flagged leaf, TB_LEAF_EVAL_CALLER, is never in it) */
+	if (n > 0 && in_eval(&c->s->walk.addr, ips[0]))
+		ips[0] = c->s->walk.addr.eval_lo[0];
 	h = c->ch.hash;
 	for (i = 1; i < TB_USTACK_DEPTH && i < n; i++)
 		h = tb_hash_mix(h, ips[i]);

@@ -63,6 +63,18 @@
 #define TB_CODE_MARKS		(TB_CODE_ENTRY | TB_CODE_EMPTY_EVAL)
 
 /*
+ * --native=fp: set on the leaf pc (the native stack's first address, the
+ * count key's and the sample's `leaf`) when the leaf is outside the eval
+ * function and the word at rsp is an address inside it: the leaf may be a
+ * function without a frame of its own (GCC omits leaf frames even with
+ * -fno-omit-frame-pointer; any function in its prologue), whose caller,
+ * that eval, the frame-pointer chain skips. The merge adds that eval frame
+ * only if the stack does not pair up without it. User addresses are below
+ * 2^47: the bit is never part of one.
+ */
+#define TB_LEAF_EVAL_CALLER	(1ULL << 63)
+
+/*
  * Version behaviours the walk rules (bpf/pywalk.h) branch on, set by
  * user/layout.c where versions are known; the walker never infers them
  * from other fields or sees a version number.
@@ -167,6 +179,8 @@ struct tb_offsets {
 };
 
 /* Per-process addresses (user/target.c): where this process's objects are. */
+#define TB_EVAL_PARTS	2	/* tb_addrs' eval function parts */
+
 struct tb_addrs {
 	__u64 runtime_addr;	/* &_PyRuntime in the target */
 	__u64 code_type_addr;	/* &PyCode_Type in the target; 0 = don't check */
@@ -188,6 +202,17 @@ struct tb_addrs {
 	__u64 pidns_ino;
 	__u8 code_gen_size;	/* bytes of the counter at code_gen_addr: 4, 8; 0 = none */
 	__u8 pad[7];
+	/*
+	 * --native: the eval function's two largest parts, [lo, hi) each
+	 * (0, 0: none), the main one first: GCC splits it, and Debian's 3.15
+	 * has 844 bytes in the main part, the loop in `.cold`. A leaf pc in
+	 * either is stored as eval_lo[0]: the merge replaces eval frames by
+	 * Python frames, so the pc adds nothing to the profile, and as part
+	 * of the count key it made most samples a new key. Set by userspace
+	 * from the interpreter's symbols (user/native.c).
+	 */
+	__u64 eval_lo[TB_EVAL_PARTS];
+	__u64 eval_hi[TB_EVAL_PARTS];
 };
 
 /* Registration (user/sampler.c, and the BPF side's fork handler). */
@@ -497,11 +522,11 @@ TB_ABI_OFF(struct tb_offsets, fr_tlbc, 74);
 TB_ABI_OFF(struct tb_offsets, co_tlbc, 76);
 TB_ABI_OFF(struct tb_offsets, ts_exc_info, 78);
 TB_ABI_OFF(struct tb_offsets, tp_flags, 84);
-TB_ABI_SIZE(struct tb_addrs, 72);
+TB_ABI_SIZE(struct tb_addrs, 104);
 TB_ABI_SIZE(struct tb_reg, 8);
-TB_ABI_SIZE(struct tb_walk, 168);
+TB_ABI_SIZE(struct tb_walk, 200);
 TB_ABI_OFF(struct tb_walk, addr, 88);
-TB_ABI_OFF(struct tb_walk, reg, 160);
+TB_ABI_OFF(struct tb_walk, reg, 192);
 TB_ABI_SIZE(struct tb_frame, 16);
 TB_ABI_OFF(struct tb_frame, instr, 8);
 TB_ABI_OFF(struct tb_frame, fp, 12);

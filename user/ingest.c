@@ -419,6 +419,9 @@ void ingest_native_refresh(struct ingest *in, uint32_t pid)
 
 static void on_count(void *ctx, const struct tb_count_key *k, uint64_t n)
 {
+	struct ingest *in = ctx;
+
+	in->cnt.count_keys++;
 	add_sample(ctx, k->pid, k->tid, k->stack_id, k->flags, k->kstack, n, NULL, k->leaf);
 }
 
@@ -430,6 +433,15 @@ static void on_count(void *ctx, const struct tb_count_key *k, uint64_t n)
 void ingest_read_counts(struct ingest *in)
 {
 	sampler_read_counts(in->sampler, on_count, in);
+}
+
+void ingest_eval_parts(struct ingest *in, pid_t pid, uint64_t eval_addr, struct tb_addrs *a)
+{
+	memset(a->eval_lo, 0, sizeof(a->eval_lo));
+	memset(a->eval_hi, 0, sizeof(a->eval_hi));
+	if (in->opt->native)
+		native_eval_parts(&in->native, (uint32_t)pid, eval_addr, a->eval_lo, a->eval_hi,
+				  TB_EVAL_PARTS);
 }
 
 /*
@@ -651,12 +663,13 @@ static void plan_native(struct ingest *in, uint32_t pid, uint64_t stack_id,
 		return;
 	profile_entry_frames(sf, py);
 	if (leaf && sn->nips >= 0 && sn->nips < TB_USTACK_DEPTH) {
-		ips[n++] = leaf;
+		ips[n++] = leaf & ~TB_LEAF_EVAL_CALLER;
 		if (sn->nips)
 			memcpy(ips + 1, sn->ips, (size_t)sn->nips * sizeof(ips[0]));
 		n += sn->nips;
 	}
-	plan = native_merge(&in->native, pid, ips, n, py, sf->depth);
+	plan = native_merge(&in->native, pid, ips, n, py, sf->depth,
+			    !!(leaf & TB_LEAF_EVAL_CALLER));
 	if (!plan || profile_add_plan(&in->prof, stack_id, leaf, plan)) {
 		tb_warn("out of memory: a stack keeps its Python frames only");
 		return;

@@ -31,6 +31,9 @@ void ingest_free(struct ingest *in);
 void ingest_record(struct ingest *in, const void *data, size_t size);
 /* Bring the samples counted in the kernel into the profile. */
 void ingest_read_counts(struct ingest *in);
+/* --native: where the eval function of pid's interpreter lies (its main
+ * part at eval_addr, 0 if unknown), into a's eval parts for the BPF side. */
+void ingest_eval_parts(struct ingest *in, pid_t pid, uint64_t eval_addr, struct tb_addrs *a);
 /* Retry samples that arrived before their stack; `final` gives up on them. */
 void ingest_flush(struct ingest *in, int final);
 /* Does a sample of this target still wait for its stack? */

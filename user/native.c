@@ -12,12 +12,11 @@
 #include "elfnote.h"
 #include "native.h"
 #include "proc.h"
+#include "pyelf.h"
 
 /* libstdc++'s demangler (the C++ ABI's, declared here: C has no cxxabi.h). */
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
-/* The interpreter's eval function: GCC's split parts (".cold") count too. */
-#define EVAL_SYM	"_PyEval_EvalFrameDefault"
 #define MAX_LOADS	16
 #define MAX_EVALS	8
 #define ELF_KEY		64
@@ -146,7 +145,8 @@ static int add_sym(struct nelf *e, size_t *cap, const GElf_Sym *s, const char *r
 		return -ENOMEM;
 	e->nsyms++;
 	e->bytes += sizeof(*v) + strlen(v->name) + 1;
-	if (strncmp(raw, EVAL_SYM, strlen(EVAL_SYM)))
+	/* the eval function: its split parts (".cold") count too */
+	if (strncmp(raw, PYELF_EVAL_SYM, strlen(PYELF_EVAL_SYM)))
 		return 0;
 	e->is_interp = 1;
 	if (e->nevals < MAX_EVALS) {
@@ -633,6 +633,37 @@ static int in_eval(const struct nelf *e, uint64_t vaddr)
 	return 0;
 }
 
+static uint64_t eval_size(const struct nelf *e, int i)
+{
+	return e->eval[i].hi - e->eval[i].lo;
+}
+
+int native_eval_parts(struct native *nt, uint32_t pid, uint64_t eval_addr, __u64 *lo,
+		      __u64 *hi, int max)
+{
+	const struct nmap *m = eval_addr ? map_of(nt, pid, eval_addr) : NULL;
+	char taken[MAX_EVALS] = { 0 };
+	const struct nelf *e;
+	int i, n = 0, part = -1;
+	uint64_t at;
+
+	if (!m || !(e = m->elf) || !(at = elf_vaddr(e, eval_addr - m->start + m->offset)))
+		return 0;
+	for (i = 0; i < e->nevals; i++)
+		if (at >= e->eval[i].lo && at < e->eval[i].hi)
+			part = i;
+	/* the part at eval_addr first, then the others, largest first */
+	while (part >= 0 && n < max) {
+		taken[part] = 1;
+		lo[n] = e->eval[part].lo - at + eval_addr;
+		hi[n++] = e->eval[part].hi - at + eval_addr;
+		for (i = 0, part = -1; i < e->nevals; i++)
+			if (!taken[i] && (part < 0 || eval_size(e, i) > eval_size(e, part)))
+				part = i;
+	}
+	return n;
+}
+
 /* Name and kind of one native frame of pid: *interp, *eval say whether it
  * is the interpreter's code, its eval function. */
 static const char *frame_name(struct native *nt, uint32_t pid, uint64_t ip, int *interp,
@@ -707,6 +738,15 @@ static void push_segment(struct native *nt, struct native_plan *p, const struct 
 	}
 }
 
+/* An eval frame (name: its symbol's) paired with its invocation's Python frames. */
+static void eval_frame(struct native *nt, struct native_plan *p, const char *name,
+		       const struct tb_frame *py, uint32_t depth, uint32_t *at, int *empty)
+{
+	if (!*at && name && (py[0].code & TB_CODE_EMPTY_EVAL) && !*empty)
+		push_item(nt, p, -1, name);
+	push_segment(nt, p, py, depth, at, empty);
+}
+
 /*
  * Leaf first into p: native frames above the leaf Python frame, each eval
  * frame replaced by its invocation's Python frames, native code of other
@@ -715,24 +755,31 @@ static void push_segment(struct native *nt, struct native_plan *p, const struct 
  * the leaf Python frame the interpreter's frames are all kept, an eval
  * with no Python frame too (a call from C set up or torn down: the time
  * goes to its C caller, e.g. `sorted` for its key function's calls).
+ * With eval_caller, an eval frame the frame-pointer chain skipped is taken
+ * to be the leaf's caller (TB_LEAF_EVAL_CALLER).
  * Returns 0, or -1 if the eval frames and invocations do not pair up.
  */
 static int splice_frames(struct native *nt, uint32_t pid, const uint64_t *ips, int nips,
-		  const struct tb_frame *py, uint32_t depth, int segs, struct native_plan *p)
+			 const struct tb_frame *py, uint32_t depth, int segs, int eval_caller,
+			 struct native_plan *p)
 {
 	int i, seg = 0, interp, eval, empty = 0;
 	uint32_t at = 0;
 	const char *name;
 
+	p->n = 0;
+	nt->arena_len = 0;
 	for (i = 0; i < nips && seg < segs; i++) {
 		name = frame_name(nt, pid, ips[i], &interp, &eval);
-		if (eval && !at && name && (py[0].code & TB_CODE_EMPTY_EVAL) && !empty)
-			push_item(nt, p, -1, name);
 		if (eval) {
-			push_segment(nt, p, py, depth, &at, &empty);
+			eval_frame(nt, p, name, py, depth, &at, &empty);
 			seg++;
 		} else if (name && (!interp || !at)) {
 			push_item(nt, p, -1, name);
+		}
+		if (!i && eval_caller && !eval && seg < segs) {
+			eval_frame(nt, p, PYELF_EVAL_SYM, py, depth, &at, &empty);
+			seg++;
 		}
 	}
 	for (; i < nips; i++) {
@@ -800,7 +847,7 @@ static void reverse(struct native_plan *p)
 }
 
 struct native_plan *native_merge(struct native *nt, uint32_t pid, const uint64_t *ips,
-				 int nips, const struct tb_frame *py, uint32_t depth)
+				 int nips, const struct tb_frame *py, uint32_t depth, int eval_caller)
 {
 	int segs = py_segments(py, depth);
 	struct native_plan *p;
@@ -810,9 +857,9 @@ struct native_plan *native_merge(struct native *nt, uint32_t pid, const uint64_t
 	p = malloc(sizeof(*p) + ((size_t)nips + depth + 2) * sizeof(p->it[0]));
 	if (!p)
 		return NULL;
-	p->n = 0;
-	nt->arena_len = 0;
-	p->matched = segs > 0 && !splice_frames(nt, pid, ips, nips, py, depth, segs, p);
+	p->matched = segs > 0 && (!splice_frames(nt, pid, ips, nips, py, depth, segs, 0, p) ||
+				  (eval_caller &&
+				   !splice_frames(nt, pid, ips, nips, py, depth, segs, 1, p)));
 	if (!p->matched)
 		unmatched(nt, pid, ips, nips, depth, p);
 	reverse(p);

@@ -77,12 +77,22 @@ void native_forget(struct native *nt, uint32_t pid);
  */
 void native_refresh(struct native *nt, uint32_t pid);
 /*
+ * The eval function of pid's interpreter, whose main part is at eval_addr:
+ * up to max parts [lo, hi) (GCC's split parts, from the symbols of the file
+ * and of its debug file), that one first, then the largest. Returns how many.
+ */
+int native_eval_parts(struct native *nt, uint32_t pid, uint64_t eval_addr, __u64 *lo,
+		      __u64 *hi, int max);
+/*
  * The merged stack of process pid: ips, its native stack (leaf first), and
  * py, its Python frames (leaf first, TB_CODE_ENTRY bits still set). A
  * partial or truncated Python stack does not end on an entry frame: it
- * stays unmatched. NULL with errno on failure (malloc'd otherwise).
+ * stays unmatched. eval_caller: the leaf's caller may be an eval frame the
+ * walk skipped (TB_LEAF_EVAL_CALLER), tried if the stack does not pair up
+ * as it is. NULL with errno on failure (malloc'd otherwise).
  */
 struct native_plan *native_merge(struct native *nt, uint32_t pid, const uint64_t *ips,
-				 int nips, const struct tb_frame *py, uint32_t depth);
+				 int nips, const struct tb_frame *py, uint32_t depth,
+				 int eval_caller);
 
 #endif

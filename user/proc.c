@@ -741,6 +741,8 @@ static int try_object(struct locate *lc, const struct object *o,
 	loc->runtime_size = info.runtime_size;
 	loc->code_type_addr = rebase(info.code_type_vaddr, bias);
 	loc->py_version_addr = rebase(info.py_version_vaddr, bias);
+	loc->eval_addr = rebase(info.eval_vaddr, bias);
+	loc->eval_size = info.eval_size;
 	for (i = 0; i < LAYOUT_SYM_NR; i++)
 		loc->sym_addr[i] = rebase(info.sym_vaddr[i], bias);
 	snprintf(loc->path, sizeof(loc->path), "%s", o->path);

@@ -33,6 +33,7 @@ struct py_location {
 	uint64_t runtime_size;
 	uint64_t code_type_addr;	/* absolute &PyCode_Type, 0 if unknown */
 	uint64_t py_version_addr;	/* absolute &Py_Version, 0 if unknown */
+	uint64_t eval_addr, eval_size;	/* absolute, the eval function's main part; 0 if unknown */
 	uint64_t sym_addr[LAYOUT_SYM_NR]; /* absolute, what the layout asked pyelf for */
 	uint64_t bias;			/* load bias of the object holding _PyRuntime */
 	char path[4096];		/* that object's path as the process's maps show it */

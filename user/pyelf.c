@@ -55,6 +55,7 @@ struct symbols {
 	uint64_t runtime, runtime_size;
 	uint64_t code_type;
 	uint64_t py_version;
+	uint64_t eval, eval_size;
 	uint64_t sym[LAYOUT_SYM_NR];	/* what the layout asked for */
 	uint32_t want;		/* bits of enum layout_sym to look for */
 	uint32_t found;
@@ -265,6 +266,9 @@ static void match_symbol(const char *name, const GElf_Sym *sym,
 		out->code_type = sym->st_value;
 	} else if (!out->py_version && !strcmp(name, "Py_Version")) {
 		out->py_version = sym->st_value;
+	} else if (!out->eval && !strcmp(name, PYELF_EVAL_SYM)) {
+		out->eval = sym->st_value;
+		out->eval_size = sym->st_size;
 	} else {
 		match_wanted(name, sym, out);
 	}
@@ -272,7 +276,7 @@ static void match_symbol(const char *name, const GElf_Sym *sym,
 
 static bool symbols_done(const struct symbols *s)
 {
-	return s->has_runtime && s->code_type && s->py_version && wanted_done(s);
+	return s->has_runtime && s->code_type && s->py_version && s->eval && wanted_done(s);
 }
 
 static void scan_symbols(Elf *elf, Elf_Scn *scn, uint64_t fsize,
@@ -560,6 +564,11 @@ static int inspect_elf(Elf *elf, uint64_t fsize, const char *name,
 	}
 	if (syms.code_type && vaddr_loaded(elf, fsize, syms.code_type, 1, NULL))
 		out->code_type_vaddr = syms.code_type;
+	if (syms.eval && syms.eval_size &&
+	    vaddr_loaded(elf, fsize, syms.eval, syms.eval_size, NULL)) {
+		out->eval_vaddr = syms.eval;
+		out->eval_size = syms.eval_size;
+	}
 	if (syms.py_version && vaddr_loaded(elf, fsize, syms.py_version, 8, NULL))
 		out->py_version_vaddr = syms.py_version;
 	else if (!out->soname_version[0])

@@ -13,6 +13,13 @@
 #include <stdint.h>
 #include "layout.h"
 
+/*
+ * The interpreter's eval function (every version): --native replaces its
+ * frames by the Python frames of its invocations. GCC's split parts carry
+ * the name with a suffix (".cold").
+ */
+#define PYELF_EVAL_SYM	"_PyEval_EvalFrameDefault"
+
 struct pyelf_info {
 	uint64_t load_vaddr;		/* first PT_LOAD p_vaddr rounded down to its p_align */
 	uint64_t runtime_vaddr;		/* `.PyRuntime` section sh_addr, else the _PyRuntime symbol */
@@ -20,6 +27,7 @@ struct pyelf_info {
 	uint64_t runtime_file_off;	/* file offset of _PyRuntime's bytes, 0 if NOBITS/unknown */
 	uint64_t code_type_vaddr;	/* PyCode_Type symbol, 0 if absent */
 	uint64_t py_version_vaddr;	/* Py_Version symbol (3.11+), 0 if absent */
+	uint64_t eval_vaddr, eval_size;	/* PYELF_EVAL_SYM's main part, 0 if absent */
 	/* the symbols layout_symbols_wanted() asks for, by enum layout_sym; 0 if absent */
 	uint64_t sym_vaddr[LAYOUT_SYM_NR];
 	/* "3.13" from libpython3.13.so.1.0 / python3.13, else what the marker

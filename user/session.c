@@ -103,7 +103,11 @@ static int follow_children(const struct session *s)
  */
 static int add_to_sampler(struct session *s, const struct target *t)
 {
-	int ret = sampler_add(&s->sampler, t->pid, &t->layout.walk);
+	struct tb_walk w = t->layout.walk;
+	int ret;
+
+	ingest_eval_parts(s->in, t->pid, t->loc.eval_addr, &w.addr);
+	ret = sampler_add(&s->sampler, t->pid, &w);
 
 	if (ret || !s->opt->async_aware)
 		return ret;

@@ -32,6 +32,7 @@ enum stop_reason {
 struct ingest_counts {
 	uint64_t received;		/* sample records read */
 	uint64_t stacks;		/* stack records read */
+	uint64_t count_keys;		/* in-kernel count entries read (distinct keys per interval) */
 	uint64_t unknown_pid;		/* samples of a process no longer tracked */
 	uint64_t missing_stack;		/* samples whose frames never arrived */
 	uint64_t bad_records;

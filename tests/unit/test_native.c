@@ -64,7 +64,7 @@ static void test_merged(void **state)
 
 	(void)state;
 	assert_int_equal(native_init(&nt), 0);
-	p = native_merge(&nt, (uint32_t)getpid(), ips, 4, f, 3);
+	p = native_merge(&nt, (uint32_t)getpid(), ips, 4, f, 3, 0);
 	assert_non_null(p);
 	assert_int_equal(p->matched, 1);
 	assert_int_equal(p->n, 4);
@@ -89,7 +89,7 @@ static void test_unmatched(void **state)
 
 	(void)state;
 	assert_int_equal(native_init(&nt), 0);
-	p = native_merge(&nt, (uint32_t)getpid(), ips, 4, f, 3);
+	p = native_merge(&nt, (uint32_t)getpid(), ips, 4, f, 3, 0);
 	assert_non_null(p);
 	assert_int_equal(p->matched, 0);
 	assert_int_equal(p->n, 5);
@@ -99,12 +99,57 @@ static void test_unmatched(void **state)
 	assert_non_null(strstr(p->it[4].name, "qsort"));
 	free(p);
 	/* A stack that does not end on an entry frame (partial) stays unmatched. */
-	p = native_merge(&nt, (uint32_t)getpid(), ips, 4, partial, 2);
+	p = native_merge(&nt, (uint32_t)getpid(), ips, 4, partial, 2, 0);
 	assert_non_null(p);
 	assert_int_equal(p->matched, 0);
 	free(p);
 	native_free(&nt);
 	assert_int_equal(_PyEval_EvalFrameDefault(3) >= 0, 1);
+}
+
+/*
+ * A frameless leaf's caller, an eval frame, skipped by the frame-pointer
+ * chain (TB_LEAF_EVAL_CALLER): the stack pairs up with it taken as the
+ * leaf's caller, only when told so, and only if it does not without it.
+ */
+static void test_eval_caller(void **state)
+{
+	struct tb_frame f[] = { py(0x1000, 1), py(0x2000, 0), py(0x3000, 1) };
+	struct tb_frame three[] = { py(0x1000, 1), py(0x2000, 1), py(0x3000, 1) };
+	struct tb_frame one[] = { py(0x1000, 0), py(0x2000, 0), py(0x3000, 1) };
+	uint64_t skipped[3] = { ips[0], ips[2], ips[3] };	/* qsort, machinery, eval */
+	struct native nt;
+	struct native_plan *p;
+
+	(void)state;
+	assert_int_equal(native_init(&nt), 0);
+	p = native_merge(&nt, (uint32_t)getpid(), skipped, 3, f, 3, 0);
+	assert_non_null(p);
+	assert_int_equal(p->matched, 0);
+	free(p);
+	p = native_merge(&nt, (uint32_t)getpid(), skipped, 3, f, 3, 1);
+	assert_non_null(p);
+	assert_int_equal(p->matched, 1);
+	assert_int_equal(p->n, 4);	/* C, B, A, qsort: as with the eval there */
+	assert_int_equal(p->it[0].py, 2);
+	assert_int_equal(p->it[1].py, 1);
+	assert_int_equal(p->it[2].py, 0);
+	assert_non_null(strstr(p->it[3].name, "qsort"));
+	free(p);
+	/* Two evals short: still unmatched. */
+	p = native_merge(&nt, (uint32_t)getpid(), skipped, 3, three, 3, 1);
+	assert_non_null(p);
+	assert_int_equal(p->matched, 0);
+	free(p);
+	/* Pairs up as it is (one invocation, one eval): the hint is not used. */
+	p = native_merge(&nt, (uint32_t)getpid(), skipped, 3, one, 3, 1);
+	assert_non_null(p);
+	assert_int_equal(p->matched, 1);
+	assert_int_equal(p->n, 5);	/* C, B, A, machinery (above it), qsort */
+	assert_non_null(strstr(p->it[3].name, "machinery"));
+	assert_non_null(strstr(p->it[4].name, "qsort"));
+	free(p);
+	native_free(&nt);
 }
 
 /*
@@ -122,7 +167,7 @@ static void test_bound(void **state)
 	(void)state;
 	assert_int_equal(native_init(&nt), 0);
 	assert_int_equal(nt.limit, NATIVE_MEM_MAX);
-	p1 = native_merge(&nt, (uint32_t)getpid(), ips, 4, f, 3);
+	p1 = native_merge(&nt, (uint32_t)getpid(), ips, 4, f, 3, 0);
 	assert_non_null(p1);
 	assert_true(nt.bytes > 0);
 	assert_int_equal(nt.dropped, 0);
@@ -132,7 +177,7 @@ static void test_bound(void **state)
 	nt.limit = nt.bytes;
 	memcpy(again, ips, sizeof(again));
 	again[0] += 1;
-	p2 = native_merge(&nt, (uint32_t)getpid(), again, 4, f, 3);
+	p2 = native_merge(&nt, (uint32_t)getpid(), again, 4, f, 3, 0);
 	assert_non_null(p2);
 	assert_int_equal(nt.dropped, 1);
 	assert_true(nt.bytes <= nt.limit);
@@ -157,7 +202,7 @@ static void test_bound_zero(void **state)
 	(void)state;
 	assert_int_equal(native_init(&nt), 0);
 	nt.limit = 0;
-	p = native_merge(&nt, (uint32_t)getpid(), ips, 4, f, 3);
+	p = native_merge(&nt, (uint32_t)getpid(), ips, 4, f, 3, 0);
 	assert_non_null(p);
 	assert_int_equal(p->matched, 1);
 	assert_int_equal(nt.bytes, 0);
@@ -174,6 +219,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_merged),
 		cmocka_unit_test(test_unmatched),
+		cmocka_unit_test(test_eval_caller),
 		cmocka_unit_test(test_bound),
 		cmocka_unit_test(test_bound_zero),
 	};
