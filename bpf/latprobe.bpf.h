@@ -17,6 +17,7 @@
 #define LAT_STEP_NS	500	/* bucket width: 0 to 64 us, the last one open */
 #define LAT_PAGES	128	/* distinct pages remembered per sample */
 #define LAT_TAIL_NS	100	/* tail[] bucket width: 0 to 12.8 us */
+#define LAT_FINE_NS	40	/* fine[] bucket width: 0 to 5.12 us */
 
 struct lat_probe {
 	__u64 hist[LAT_BUCKETS];	/* full walks by run time */
@@ -29,6 +30,9 @@ struct lat_probe {
 	__u64 page[LAT_PAGES];
 	__u64 t1;			/* this sample's tail started (lat_mark) */
 	__u64 tail[LAT_BUCKETS];	/* full walks by the time from lat_mark */
+	__u64 fine[LAT_BUCKETS];	/* full walks by run time, finer (--native's extra) */
+	__u64 unative;			/* native frames taken, over the full walks */
+	__u64 nframes;			/* this sample's */
 };
 
 struct {
@@ -53,7 +57,17 @@ static __always_inline void lat_begin(void)
 		return;
 	p->n = 0;
 	p->t1 = 0;
+	p->nframes = 0;
 	p->t0 = bpf_ktime_get_ns();
+}
+
+/* --native: the sample's native stack has n frames. */
+static __always_inline void lat_native(long n)
+{
+	struct lat_probe *p = lat_get();
+
+	if (p && n > 0)
+		p->nframes = n;
 }
 
 /* The sample's tail starts: sample_done's new-stack and count steps. */
@@ -120,13 +134,20 @@ static __always_inline void lat_end(int ok)
 		b = LAT_BUCKETS - 1;
 	asm volatile("" : "+r"(b));
 	p->tail[b & (LAT_BUCKETS - 1)]++;
+	b = (now - p->t0) / LAT_FINE_NS;
+	if (b >= LAT_BUCKETS)
+		b = LAT_BUCKETS - 1;
+	asm volatile("" : "+r"(b));
+	p->fine[b & (LAT_BUCKETS - 1)]++;
 	p->walks++;
 	p->upages += p->n;
+	p->unative += p->nframes;
 }
 
 #else
 static __always_inline void lat_begin(void) {}
 static __always_inline void lat_mark(void) {}
+static __always_inline void lat_native(long n) {}
 static __always_inline void lat_read(__u64 addr, __u64 size) {}
 static __always_inline void lat_end(int ok) {}
 #endif

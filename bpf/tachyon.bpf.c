@@ -1292,6 +1292,7 @@ static __always_inline void native_stack(void *ctx, struct walk_ctx *c)
 		return;
 	}
 	n /= sizeof(__u64);
+	lat_native(n);
 	/* tb_addrs' eval_lo: a leaf in the eval loop is one pc, one count key
 	 * (a flagged leaf, TB_LEAF_EVAL_CALLER, is never in it) */
 	if (n > 0 && in_eval(&c->s->walk.addr, ips[0]))

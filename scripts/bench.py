@@ -38,6 +38,7 @@ to bench.json, so runs can be compared.
 
 Figures, not pass/fail: these machines are shared and noisy.
 """
+import argparse
 import json
 import os
 import resource
@@ -205,10 +206,10 @@ def level(d, n):
         while True:
             spin(n)
     return list(map(level, [d - 1], [n]))
-def down(d, n):
-    return level(3, n) if d == 0 else down(d - 1, n)
+def down(d, n, levels):
+    return level(levels, n) if d == 0 else down(d - 1, n, levels)
 print("READY", flush=True)
-down(int(sys.argv[1]), 2000)
+down(int(sys.argv[1]), 2000, int(sys.argv[2]) if len(sys.argv) > 2 else 3)
 '''
 
 
@@ -245,6 +246,13 @@ def native_table(out, seconds=3, rounds=3):
     finally:
         os.unlink(script)
     out["native"] = rows
+    # Means of whole runs move by a microsecond with this host's noise: the
+    # per-sample medians of a measuring build tell the extra (latprobe.py).
+    print("\nthe same, per-sample medians of a measuring build (scripts/latprobe.py --native):",
+          flush=True)
+    import latprobe     # noqa: E402 (imports this module)
+    out["native_medians"] = latprobe.native_main(
+        argparse.Namespace(bin=None, rounds=rounds + 2, hz=999, seconds=3, levels=2))
 
 
 def interpreters():

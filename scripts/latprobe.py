@@ -14,6 +14,13 @@ walk: its times are not used).
   sudo python3 scripts/latprobe.py [--python PY] [--rounds N] [--hz HZ]
                                    [--depth D] [--mib M] [--only a,b]
   sudo python3 scripts/latprobe.py --compare A,B [--rounds N] [--hz HZ]
+  sudo python3 scripts/latprobe.py --native [--rounds N] [--levels L]
+
+--native: what --native=fp and --native add to a sample (the whole sample
+timed in 40 ns buckets), against Python-only sampling of the same targets,
+the three interleaved round by round: the bench's native workload (Python
+depth 26, L map() levels below it: ~22 native frames at 2, ~28 at 3) on
+Debian's 3.15 (frame pointers), one target per CPU, -F 999.
 
 --compare takes tachyon-bpf binaries built with BPF_EXTRA=-DTB_LAT_PROBE
 (say from two commits) and runs them in turn, A B A B ..., against one
@@ -36,16 +43,18 @@ sys.path.insert(0, HERE)
 import bench  # noqa: E402
 
 REPO = os.path.dirname(HERE)
-BUCKETS, STEP_NS, TAIL_NS, PAGES = 128, 500, 100, 128     # as bpf/latprobe.bpf.h
+BUCKETS, STEP_NS, TAIL_NS, PAGES, FINE_NS = 128, 500, 100, 128, 40   # as bpf/latprobe.bpf.h
 
 
-def build(work):
+def build(work, kinds=("probe", "pages")):
     """{'probe': binary, 'pages': binary}, built from this tree's sources."""
     src = os.path.join(work, "src")
     shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(
         ".git", "build*", "tachyon-bpf", "tests", "doc", "*.json"))
     bins = {}
     for name, extra in (("probe", "-DTB_LAT_PROBE"), ("pages", "-DTB_LAT_PROBE -DTB_LAT_PAGES")):
+        if name not in kinds:
+            continue
         subprocess.run(["make", "-s", "-C", src, "-j2", "OUT=" + os.path.join(work, name),
                         "BPF_EXTRA=" + extra, "tachyon-bpf"], check=True,
                        stdout=subprocess.DEVNULL)
@@ -78,19 +87,24 @@ def read_probe(pid):
             if m.get("name") == "lat_probe" and m["id"] in map_ids(pid)]
     out = subprocess.run(["bpftool", "-j", "map", "dump", "id", str(mine[0])],
                          capture_output=True, text=True, check=True).stdout
-    hist, walks, pages = [0] * BUCKETS, 0, 0
-    tail = [0] * BUCKETS
+    hist, walks, pages, native = [0] * BUCKETS, 0, 0, 0
+    tail, fine = [0] * BUCKETS, [0] * BUCKETS
     at = BUCKETS + 5 + PAGES + 1            # struct lat_probe's tail[]
+    fat = at + BUCKETS                      # ... its fine[], unative
     for entry in json.loads(out):
         for v in entry["values"]:
             raw = bytes(int(b, 16) for b in v["value"])
-            words = struct.unpack_from("<%dQ" % (at + BUCKETS), raw)
+            words = struct.unpack_from("<%dQ" % (fat + BUCKETS + 1), raw)
             for i in range(BUCKETS):
                 hist[i] += words[i]
                 tail[i] += words[at + i]
+                fine[i] += words[fat + i]
             walks += words[BUCKETS]
             pages += words[BUCKETS + 1]
+            native += words[fat + BUCKETS]
     read_probe.tail = tail
+    read_probe.fine = fine
+    read_probe.native = native
     return hist, walks, pages
 
 
@@ -168,6 +182,48 @@ def compare(py, binaries, rounds, hz, seconds):
         print("%-28s %8.0f ns  %.2fx   tail %6.0f ns  %.2fx" % (b, m, m / base, t, t / tbase))
 
 
+NATIVE_VARIANTS = (("plain", ()), ("fp", ("--native=fp",)), ("tables", ("--native",)))
+
+
+def native(binary, rounds, hz, seconds, levels):
+    """Medians of what --native=fp and --native add to a sample, interleaved."""
+    py = os.path.join(bench.SID_BIN, "python3.15-host")
+    if not os.path.exists(py):
+        print("latprobe --native: missing %s (run scripts/real-pythons.sh)" % py)
+        return None
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(bench.NATIVE_WORKLOAD)
+        script = f.name
+    meds = {n: [] for n, _ in NATIVE_VARIANTS}
+    frames = []
+    try:
+        for r in range(rounds):
+            order = NATIVE_VARIANTS[r % 3:] + NATIVE_VARIANTS[:r % 3]
+            for name, extra in order:
+                ws = [bench.start(py, script, 26, levels) for _ in range(bench.NCPUS)]
+                try:
+                    _, walks, _ = measure(binary, ",".join(str(w.pid) for w in ws), hz,
+                                          seconds, extra)
+                finally:
+                    bench.stop(ws)
+                meds[name].append(quantile(read_probe.fine, 0.5, FINE_NS))
+                if name == "fp":
+                    frames.append(read_probe.native / max(walks, 1))
+            print("round %d: plain %5.0f  --native=fp %5.0f (%+4.0f)  --native %5.0f (%+4.0f) ns"
+                  % (r, meds["plain"][-1], meds["fp"][-1], meds["fp"][-1] - meds["plain"][-1],
+                     meds["tables"][-1], meds["tables"][-1] - meds["plain"][-1]), flush=True)
+    finally:
+        os.unlink(script)
+    fp = statistics.median(f - p for f, p in zip(meds["fp"], meds["plain"]))
+    tb = statistics.median(t - p for t, p in zip(meds["tables"], meds["plain"]))
+    print("\nDebian's 3.15, depth 26, %d map() levels (%.1f native frames), -F %d: per-sample"
+          " medians (40 ns buckets), median of %d rounds' differences: --native=fp %+.0f ns"
+          " (target 500 at 20 frames), --native %+.0f ns (target 3000)"
+          % (levels, statistics.median(frames), hz, rounds, fp, tb))
+    return {"levels": levels, "frames": statistics.median(frames), "fp_extra_ns": fp,
+            "tables_extra_ns": tb, "rounds": rounds}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--python", default="/usr/bin/python3.11")
@@ -179,9 +235,14 @@ def main():
     ap.add_argument("--only", default="hot,evict,scatter,django")
     ap.add_argument("--bin", help="a directory with tachyon-bpf-probe and -pages already built")
     ap.add_argument("--compare", help="comma-separated -DTB_LAT_PROBE binaries, alternated")
+    ap.add_argument("--native", action="store_true", help="--native's extra per sample")
+    ap.add_argument("--levels", type=int, default=2, help="--native: map() levels")
     a = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("tachyon-bpf: latprobe: needs root (run: sudo python3 %s)" % sys.argv[0])
+    if a.native:
+        native_main(a)
+        return
     if a.compare:
         compare(a.python, a.compare.split(","), a.rounds, a.hz, a.seconds)
         return
@@ -228,6 +289,16 @@ def main():
                 statistics.median(x["pages"]), m / base))
     finally:
         os.unlink(script)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def native_main(a):
+    work = tempfile.mkdtemp(prefix="tb-latprobe-")
+    try:
+        binary = (os.path.join(a.bin, "tachyon-bpf-probe") if a.bin
+                  else build(work, ("probe",))["probe"])
+        return native(binary, a.rounds, a.hz, a.seconds, a.levels)
+    finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
