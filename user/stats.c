@@ -74,12 +74,29 @@ static const char *plural(uint64_t n, const char *one, const char *many)
 	return n == 1 ? one : many;
 }
 
+/*
+ * --native: most stacks marked unmatched, said on the closing line with what
+ * to do (frame pointers only: Debian's 3.14 or pyenv's builds have none, and
+ * every stack was marked, silently but for -v).
+ */
+static void native_losses(const struct session_view *s, char *buf, size_t len)
+{
+	uint64_t bad = s->st.in.native_unmatched, all = bad + s->st.in.native_merged;
+
+	if (!s->opt->native || bad < 10 || bad * 2 <= all)
+		return;
+	snprintf(buf + strlen(buf), len - strlen(buf),
+		 ", %" PRIu64 " of %" PRIu64 " native stacks unmatched (%s)", bad, all,
+		 s->opt->native_fp ? "code without frame pointers: --native unwinds it"
+				   : "marked [native unmatched]; -v says more");
+}
+
 void stats_line(const struct session_view *s, uint64_t written, const char *wrote)
 {
 	const struct session_stats *st = &s->st;
 	const struct writer *w = s->opt->writer;
 	struct stats_summary sum;
-	char rate[64], losses[160] = "", where[PATH_MAX + 96] = "";
+	char rate[64], losses[320] = "", where[PATH_MAX + 96] = "";
 
 	stats_summarize(s, written, &sum);
 	if (sum.lost)
@@ -91,6 +108,7 @@ void stats_line(const struct session_view *s, uint64_t written, const char *wrot
 		snprintf(losses + strlen(losses), sizeof(losses) - strlen(losses),
 			 ", %" PRIu64 " unwind tables over the %" PRIu64 "-row bound",
 			 st->cfi.unfit, st->cfi.max_rows);
+	native_losses(s, losses, sizeof(losses));
 	if (wrote && w->hint)
 		snprintf(where, sizeof(where), "; wrote %s (%s)", wrote, w->hint);
 	else if (wrote)
