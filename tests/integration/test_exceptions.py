@@ -26,7 +26,7 @@ import common
 from common import (WORKLOADS, art_path, binary, check, check_stats_invariant, fmt_stacks,
                     parse_collapsed, primary_python, run_profiler, start_workload, timeout,
                     total)
-from common import old_python_too
+from common import MARKERS, old_python_too
 
 FREQ = 999
 SECONDS = 6
@@ -92,8 +92,11 @@ def test_exception_mode_shares(python):
     check(not extra, "unexpected exception types %s %s" % (sorted(extra), where))
     for marker, (phase, fn) in WANT.items():
         check(got.get(marker), "no %s sample %s" % (marker, where))
-        for s in stacks:    # in its phase's work, or at cycle()'s raise and except
-            if s.leaf.raw == marker:
+        # in its phase's work, or at cycle()'s raise and except; a stack the
+        # walk could not read whole is marked [partial] at its root and
+        # lacks its callers (seen once in CI: "[partial];spin;<KeyError>")
+        for s in stacks:
+            if s.leaf.raw == marker and s.frames[0].raw not in MARKERS:
                 check(fn in s.names or s.names[-2] == "cycle",
                       "%s outside %s: %s" % (marker, fn, s.short()))
     for marker in ("<ValueError>", "<KeyError>"):
