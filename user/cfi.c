@@ -746,6 +746,8 @@ static int parse_fde(struct cfi_table *t, const struct rd *sec, const struct ent
 	err = fde_run(t, sec, &m, &r, begin, range);
 	if (err && err != -E2BIG && err != -ENOMEM)
 		t->nrows = mark;
+	if (!err && t->on_fde && mark < t->nrows)
+		t->on_fde(t->fde_ctx, begin, begin + range, &t->rows[mark]);
 	return err;
 }
 

@@ -26,6 +26,10 @@
 /* The cache drops its oldest tables beyond this many bytes of rows. */
 #define CFI_CACHE_MAX_BYTES	(64u << 20)
 
+/* Told of one FDE: [begin, end) and the first row it made. */
+typedef void (*cfi_fde_fn)(void *ctx, uint64_t begin, uint64_t end,
+			   const struct tb_cfi_row *first);
+
 struct cfi_table {
 	struct tb_cfi_row *rows;
 	size_t nrows;
@@ -38,6 +42,9 @@ struct cfi_table {
 	uint32_t unsupported;	/* rows of kind TB_CFI_UNSUPPORTED */
 	int truncated;		/* CFI_MAX_ROWS reached */
 	char build_id[41];	/* hex, "" if the file has none */
+	/* If set, told of each FDE run: its range and its first row. */
+	cfi_fde_fn on_fde;
+	void *fde_ctx;
 };
 
 /* Size in bytes of the rows, as a BPF map would hold them. */
@@ -76,6 +83,8 @@ const struct tb_cfi_row *cfi_lookup(const struct cfi_table *t, uint64_t pc);
  * -EINVAL: .eh_frame malformed before its first FDE; -ENOMEM).
  */
 int cfi_from_fd(int fd, struct cfi_table *t);
+/* The same, telling on_fde of each FDE as it is run (its rows unsorted). */
+int cfi_fdes_from_fd(int fd, struct cfi_table *t, cfi_fde_fn on_fde, void *ctx);
 int cfi_from_mem(const void *buf, size_t len, struct cfi_table *t);
 
 /*

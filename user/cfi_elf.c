@@ -197,12 +197,14 @@ static int check_header(Elf *elf)
 	return 0;
 }
 
-static int from_elf(Elf *elf, struct cfi_table *t)
+static int from_elf(Elf *elf, struct cfi_table *t, cfi_fde_fn on_fde, void *ctx)
 {
 	struct sections s;
 	int n = -ENOENT, err;
 
 	memset(t, 0, sizeof(*t));
+	t->on_fde = on_fde;
+	t->fde_ctx = ctx;
 	err = check_header(elf);
 	if (err)
 		return err;
@@ -240,7 +242,7 @@ static void init_libelf(void)
 }
 
 /* Takes elf (NULL: libelf refused the bytes) and ends it. */
-static int from_handle(Elf *elf, struct cfi_table *t)
+static int from_handle(Elf *elf, struct cfi_table *t, cfi_fde_fn on_fde, void *ctx)
 {
 	int err;
 
@@ -248,7 +250,7 @@ static int from_handle(Elf *elf, struct cfi_table *t)
 		memset(t, 0, sizeof(*t));
 		return -ENOEXEC;
 	}
-	err = from_elf(elf, t);
+	err = from_elf(elf, t, on_fde, ctx);
 	elf_end(elf);
 	return err;
 }
@@ -256,14 +258,20 @@ static int from_handle(Elf *elf, struct cfi_table *t)
 int cfi_from_fd(int fd, struct cfi_table *t)
 {
 	init_libelf();
-	return from_handle(elf_begin(fd, ELF_C_READ, NULL), t);
+	return from_handle(elf_begin(fd, ELF_C_READ, NULL), t, NULL, NULL);
+}
+
+int cfi_fdes_from_fd(int fd, struct cfi_table *t, cfi_fde_fn on_fde, void *ctx)
+{
+	init_libelf();
+	return from_handle(elf_begin(fd, ELF_C_READ, NULL), t, on_fde, ctx);
 }
 
 int cfi_from_mem(const void *buf, size_t len, struct cfi_table *t)
 {
 	init_libelf();
 	/* elf_memory() takes a char * but only reads the image in ELF_C_READ. */
-	return from_handle(elf_memory((char *)(uintptr_t)buf, len), t);
+	return from_handle(elf_memory((char *)(uintptr_t)buf, len), t, NULL, NULL);
 }
 
 /* ---- Cache by build id ------------------------------------------------------ */

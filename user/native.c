@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "elfnote.h"
+#include "evalsplit.h"
 #include "native.h"
 #include "proc.h"
 #include "pyelf.h"
@@ -310,6 +311,29 @@ static int cmp_sym(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+/*
+ * The eval function's split parts where no symbol names them (a stripped
+ * interpreter without its debug file: Debian's 3.13-3.15), from its jumps
+ * and the unwind table (evalsplit.c).
+ */
+static void add_split_parts(int fd, struct nelf *e)
+{
+	struct eval_span part[MAX_EVALS - 1];
+	int i, n;
+
+	for (i = 1; i < e->nevals; i++)
+		if (e->eval[i].lo != e->eval[0].lo)
+			return;		/* named: .symtab, or the debug file's */
+	if (!e->nevals)
+		return;
+	n = eval_split_parts(fd, e->eval[0].lo, e->eval[0].hi, part, MAX_EVALS - e->nevals);
+	for (i = 0; i < n; i++) {
+		e->eval[e->nevals].lo = part[i].lo;
+		e->eval[e->nevals].hi = part[i].hi;
+		e->nevals++;
+	}
+}
+
 /* Read the ELF file open on fd (path: its name in the process). */
 static struct nelf *load_elf(int fd, const char *path, const struct elf_ids *ids)
 {
@@ -327,6 +351,7 @@ static struct nelf *load_elf(int fd, const char *path, const struct elf_ids *ids
 		return NULL;
 	}
 	read_debug(path, ids, e, &cap);
+	add_split_parts(fd, e);
 	qsort(e->syms, e->nsyms, sizeof(*e->syms), cmp_sym);
 	return e;
 }

@@ -242,7 +242,10 @@ def test_native_fp_frameless_leaf():
         if ("mark", UNMATCHED) in frames:
             continue
         above = _after(frames, "spin_inner")
-        check(all(k == "native" and name.endswith("[python3.15-host]") for k, name in above),
+        # a static function of the stripped interpreter, without its debug
+        # file, has no name: [python3.15-host+0xOFF]
+        check(all(k == "native" and re.search(r"\[python3\.15-host(\+0x[0-9a-f]+)?\]$", name)
+                  for k, name in above),
               "not the interpreter's C above spin_inner: %s %s"
               % (";".join(n for _, n in frames), res.where()))
         c_leaf += count if above else 0

@@ -18,6 +18,7 @@
 
 #include "cfi.h"
 #include "cfi_maps.h"
+#include "evalsplit.h"
 
 #define VADDR	0x10000u	/* where the synthetic section is "loaded" */
 
@@ -551,6 +552,54 @@ static void test_self_elf(void **state)
 	free(img);
 }
 
+/*
+ * The eval function's split parts without symbols: the direct jumps that
+ * leave a function, and the FDEs they land in that are no function's entry.
+ */
+static void test_eval_split(void **state)
+{
+	/* at 0x1000: jmp +0x100 (out), jne -0x1000 (out), jmp +0 (in), je +0x200 (out) */
+	static const uint8_t code[] = {
+		0xe9, 0x00, 0x01, 0x00, 0x00,
+		0x0f, 0x85, 0x00, 0xf0, 0xff, 0xff,
+		0xe9, 0x00, 0x00, 0x00, 0x00,
+		0x0f, 0x84, 0x00, 0x02, 0x00, 0x00,
+	};
+	struct tb_cfi_row entry = { .kind = TB_CFI_RSP, .cfa_off = 8 };
+	struct tb_cfi_row rbp = { .kind = TB_CFI_RBP, .cfa_off = 16 };
+	struct tb_cfi_row rsp = { .kind = TB_CFI_RSP, .cfa_off = 0x58 };
+	uint64_t t[8];
+	struct eval_span out[2];
+	unsigned hits[2];
+	struct eval_split_scan s = { .targets = t, .out = out, .hits = hits, .max = 2 };
+	size_t n;
+
+	(void)state;
+	n = eval_jump_targets(code, sizeof(code), 0x1000, t, 8);
+	assert_int_equal(n, 3);
+	assert_int_equal(t[0], 0x1000 + 11 - 0x1000);
+	assert_int_equal(t[1], 0x1000 + 5 + 0x100);
+	assert_int_equal(t[2], 0x1000 + 22 + 0x200);
+	/* targets 0x500, 0x510, 0x520, 0x4000, 0x4010, 0x4020, 0x4030, 0x9000 */
+	t[0] = 0x500, t[1] = 0x510, t[2] = 0x520, t[3] = 0x4000;
+	t[4] = 0x4010, t[5] = 0x4020, t[6] = 0x4030, t[7] = 0x9000;
+	s.ntargets = 8;
+	eval_split_fde(&s, 0x500, 0x600, &entry);	/* a function: never */
+	assert_int_equal(s.n, 0);
+	eval_split_fde(&s, 0x8ff0, 0x9100, &rbp);	/* one jump: a stray match */
+	assert_int_equal(s.n, 0);
+	eval_split_fde(&s, 0x400, 0x515, &rsp);	/* two jumps */
+	assert_int_equal(s.n, 1);
+	eval_split_fde(&s, 0x4000, 0x5000, &rbp);	/* four: first */
+	assert_int_equal(s.n, 2);
+	assert_int_equal(out[0].lo, 0x4000);
+	assert_int_equal(hits[0], 4);
+	assert_int_equal(out[1].lo, 0x400);
+	assert_int_equal(out[1].hi, 0x515);
+	eval_split_fde(&s, 0x516, 0x600, &rbp);	/* 0x520 alone: below the bar */
+	assert_int_equal(s.n, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -563,6 +612,7 @@ int main(void)
 		cmocka_unit_test(test_unwind),
 		cmocka_unit_test(test_page_index),
 		cmocka_unit_test(test_self_elf),
+		cmocka_unit_test(test_eval_split),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
