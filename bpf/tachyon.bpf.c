@@ -1228,8 +1228,10 @@ static __always_inline int push_record(__u32 pid, __u32 tid, __u64 stack_id, __u
 }
 
 /*
- * Count the sample in the map in count_slot. Returns 0, or -1 if it must
- * travel as a record: the map is full (or the slot empty).
+ * Count the sample in the map in count_slot. Returns 0, 1 where it added
+ * the key (userspace keeps a key counted since its last read: a new one
+ * costs a cold bucket and a free element, ~1 us here), or -1 if the sample
+ * must travel as a record: the map is full (or the slot empty).
  */
 static __always_inline int count_sample(__u32 pid, __u32 tid, __u64 stack_id, __u32 flags,
 					__s32 kstack, __u64 leaf)
@@ -1251,7 +1253,7 @@ static __always_inline int count_sample(__u32 pid, __u32 tid, __u64 stack_id, __
 		return 0;
 	}
 	if (!bpf_map_update_elem(m, &k, &one, BPF_NOEXIST))
-		return 0;
+		return 1;
 	n = bpf_map_lookup_elem(m, &k);	/* another CPU added it first */
 	if (!n)
 		return -1;
@@ -1410,8 +1412,14 @@ static __noinline void sample_done(void *ctx, struct walk_ctx *c, __u64 pid_tid,
 	}
 	if (ret > 0 && counted)
 		goto sent;	/* in the stack record */
-	if (counted && !count_sample(pid, tid, c->ch.hash, c->ch.flags, kstack, native_leaf(c))) {
+	if (counted)
+		counted = count_sample(pid, tid, c->ch.hash, c->ch.flags, kstack, native_leaf(c));
+	else
+		counted = -1;
+	if (counted >= 0) {
 		count(c->cnt, TB_C_AGGREGATED);
+		if (counted)
+			count(c->cnt, TB_C_COUNT_NEW);
 	} else if (push_record(pid, tid, c->ch.hash, c->ch.flags, 1, kstack, 0,
 			       native_leaf(c)) < 0) {
 		count(c->cnt, TB_C_LOST);

@@ -66,6 +66,7 @@ struct sampler {
 	int counts_cur;		/* the one the BPF side counts into: 0 counts, 1 counts2 */
 	struct tb_count_key *count_keys;	/* drain buffers */
 	uint64_t *count_vals;
+	struct tb_count_key *count_gone;	/* ... the keys a drain frees */
 	struct cfi_maps *cfi;	/* --native's unwind tables, NULL: frame pointers */
 };
 

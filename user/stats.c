@@ -284,7 +284,8 @@ void stats_write_json(FILE *f, const struct session_view *s, uint64_t written)
 		", \"unknown_code\": %" PRIu64 ", \"unreadable_code\": %" PRIu64 ",\n"
 		" \"stacks\": %" PRIu64 ", \"code_reads\": %" PRIu64 ", \"code_lookups\": %" PRIu64
 		", \"tstate_misses\": %" PRIu64 ", \"stale_cframe\": %" PRIu64
-		", \"aggregated\": %" PRIu64 ", \"count_keys\": %" PRIu64 ", \"bpf_frames\": %" PRIu64
+		", \"aggregated\": %" PRIu64 ", \"count_keys\": %" PRIu64 ", \"count_new\": %" PRIu64
+		", \"bpf_frames\": %" PRIu64
 		", \"bpf_code_memo\": %" PRIu64 ",\n"
 		" \"events\": %" PRIu64 ", \"offcpu_periods\": %" PRIu64 ", \"offcpu_final\": %" PRIu64
 		", \"offcpu_lost\": %" PRIu64 ", \"offcpu_seeded\": %" PRIu64 ", \"processes\": %" PRIu64 ",\n"
@@ -303,7 +304,7 @@ void stats_write_json(FILE *f, const struct session_view *s, uint64_t written)
 		st->in.missing_stack, st->in.unknown_pid,
 		c[TB_C_READ_FRAME], c[TB_C_TRUNCATED], c[TB_C_BAD_CODE], s->sym.failures,
 		c[TB_C_READ_CODE], st->in.stacks, s->sym.reads, s->sym.lookups, c[TB_C_TSTATE_MISS],
-		c[TB_C_STALE_CFRAME], c[TB_C_AGGREGATED], st->in.count_keys, c[TB_C_FRAMES], c[TB_C_CODE_MEMO],
+		c[TB_C_STALE_CFRAME], c[TB_C_AGGREGATED], st->in.count_keys, c[TB_C_COUNT_NEW], c[TB_C_FRAMES], c[TB_C_CODE_MEMO],
 		c[TB_C_EVENTS], c[TB_C_OFFCPU_WEIGHT], st->in.offcpu_final, c[TB_C_OFFCPU_LOST],
 		st->in.offcpu_seeded, st->processes,
 		st->seconds, c[TB_C_EVENTS] / secs, c[TB_C_EVENTS] / secs / (st->ncpus ? st->ncpus : 1),

@@ -54,10 +54,13 @@ def test_page_faults_exact_counts():
     (once_faults.py: stack d writes 1 + d % 3 pages). Most of these stacks
     are new when taken: their first sample travels in the stack record, the
     later ones count in the kernel's map; one lost, dropped or counted in
-    both shows here."""
+    both shows here. The pages of a stack are 0.5 s, then 1 s apart, so its
+    samples fall in different reads of the in-kernel counts (every 0.5 s):
+    a count key kept from an earlier read and counted again (hit, or freed
+    and added again) must count each sample once."""
     python = primary_python()
     kinds = 40
-    w = start_workload(python, "once_faults.py", kinds)
+    w = start_workload(python, "once_faults.py", kinds, 0.5)
     prof = start_profiler(w.pid, ["-e", "page-faults", "-c", 1, "-v"], stats=True)
     wait_profiling(prof)
     w.signal(signal.SIGUSR1)

@@ -2,9 +2,12 @@
 first write to a fresh anonymous page is one sample, in the stack that
 wrote it.
 
-usage: once_faults.py KINDS
+usage: once_faults.py KINDS [GAP]
 For d in 1..KINDS, level() recurses d times and touch() writes to
 1 + d % 3 pages of a fresh mapping: stack d is taken exactly that often.
+The counted pass writes every stack's first page, then after GAP seconds
+(default 0) every second page, then after 2 * GAP the third: a stack's
+samples then fall in different reads of the profiler's in-kernel counts.
 Everything is run once first on pages already present (no fault: the
 interpreter's frames, caches and specializations are then warm), READY is
 printed, and the counted pass runs at SIGUSR1 (at most 60 s later); then
@@ -18,6 +21,7 @@ import sys
 import time
 
 KINDS = int(sys.argv[1])
+GAP = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
 PAGE = mmap.PAGESIZE
 
 
@@ -36,9 +40,13 @@ def level(n, m, offs):
     return touch(m, offs)
 
 
-def run(m):
-    for d in range(1, KINDS + 1):
-        level(d, m, PLAN[d])
+def run(m, gap=0.0):
+    for k in range(3):
+        if k and gap:
+            time.sleep(k * gap)
+        for d in range(1, KINDS + 1):
+            if k < len(PLAN[d]):
+                level(d, m, PLAN[d][k:k + 1])
 
 
 def plan():
@@ -63,4 +71,4 @@ sys.stdout.flush()
 deadline = time.monotonic() + 60
 while not GO and time.monotonic() < deadline:
     time.sleep(0.01)
-run(fresh)
+run(fresh, GAP)
