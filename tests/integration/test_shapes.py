@@ -3,7 +3,7 @@ static methods, nested functions and lambdas, comprehensions, and code running
 while an exception propagates. The chain above each leaf must be exact."""
 
 from common import check, fail, fmt_stacks, run_profiler, start_workload, timeout, total
-from common import old_python_too
+from common import MARKERS, old_python_too
 
 CHAINS = {
     "burn_gen": ["gen_scenario", "produce"],
@@ -35,8 +35,16 @@ def test_frame_kinds(python):
     stacks = res.stacks()
     check(total(stacks) >= 300, "only %d samples %s" % (total(stacks), res.where()))
     seen = {leaf: 0 for leaf in chains}
+    marked = 0
     for s in stacks:
         names = s.names
+        # A stack the walk could not read whole is marked [partial] at its
+        # root and lacks its callers: a frame that changed under the read
+        # (seen once in CI on Debian's 3.11: "[partial];burn_genexp"). The
+        # mark is right; only its share is held down.
+        if s.frames and s.frames[0].raw in MARKERS:
+            marked += s.count
+            continue
         burn = [i for i, n in enumerate(names) if n.startswith("burn_")]
         if not burn:
             continue
@@ -48,5 +56,7 @@ def test_frame_kinds(python):
             fail("%s: stack %s, want %s" % (leaf, ";".join(got), ";".join(want)))
         check(names[i + 1:] in ([], ["spin"]), "below %s: %r" % (leaf, names[i + 1:]))
         seen[leaf] += s.count
+    check(marked <= 0.02 * total(stacks), "%d of %d samples marked %s %s"
+          % (marked, total(stacks), "/".join(MARKERS), res.where()))
     missing = [leaf for leaf, n in seen.items() if n == 0]
     check(not missing, "scenarios never sampled: %s [top: %s]" % (missing, fmt_stacks(stacks, 6)))
