@@ -1384,7 +1384,7 @@ static __noinline void sample_done(void *ctx, struct walk_ctx *c, __u64 pid_tid,
 	__u32 pid = pid_tid >> 32, tid = (__u32)pid_tid;
 	__u64 exc = 0;
 	__s32 kstack;
-	int ok = !ret, counted;
+	int ok = !ret, counted, kept;
 
 	if (ret) {
 		count(c->cnt, ret);
@@ -1412,13 +1412,11 @@ static __noinline void sample_done(void *ctx, struct walk_ctx *c, __u64 pid_tid,
 	}
 	if (ret > 0 && counted)
 		goto sent;	/* in the stack record */
-	if (counted)
-		counted = count_sample(pid, tid, c->ch.hash, c->ch.flags, kstack, native_leaf(c));
-	else
-		counted = -1;
-	if (counted >= 0) {
+	kept = counted ? count_sample(pid, tid, c->ch.hash, c->ch.flags, kstack,
+				      native_leaf(c)) : -1;
+	if (kept >= 0) {
 		count(c->cnt, TB_C_AGGREGATED);
-		if (counted)
+		if (kept)
 			count(c->cnt, TB_C_COUNT_NEW);
 	} else if (push_record(pid, tid, c->ch.hash, c->ch.flags, 1, kstack, 0,
 			       native_leaf(c)) < 0) {
