@@ -69,28 +69,34 @@ int64_t cfi_extents_alloc(struct cfi_extents *x, uint32_t n)
 	return -ENOSPC;
 }
 
-int64_t cfi_extents_alloc_apart(struct cfi_extents *x, uint32_t n, uint32_t first, uint32_t len)
+int cfi_extents_take(struct cfi_extents *x, uint32_t first, uint32_t n)
 {
-	const struct cfi_extent *e;
+	struct cfi_extent *e;
 	size_t i;
 
 	for (i = 0; n && i < x->nfree; i++) {
 		e = &x->free[i];
-		if (e->n >= n && e->first + e->n != first && e->first != first + len)
-			return take(x, i, n);
+		if (e->first > first || (uint64_t)first + n > (uint64_t)e->first + e->n)
+			continue;
+		if (e->first == first) {
+			take(x, i, n);
+		} else if (first + n == e->first + e->n) {
+			e->n -= n;
+			x->used += n;
+		} else {	/* from its middle: split in two */
+			if (grow((void **)&x->free, &x->capfree, x->nfree, sizeof(*x->free)))
+				return -ENOMEM;
+			e = &x->free[i];
+			memmove(e + 1, e, (x->nfree - i) * sizeof(*e));
+			x->nfree++;
+			e->n = first - e->first;
+			e[1].n -= first + n - e[1].first;
+			e[1].first = first + n;
+			x->used += n;
+		}
+		return 0;
 	}
 	return -ENOSPC;
-}
-
-uint32_t cfi_extents_around(const struct cfi_extents *x, uint32_t first, uint32_t len)
-{
-	uint32_t n = 0;
-	size_t i;
-
-	for (i = 0; i < x->nfree; i++)
-		if (x->free[i].first + x->free[i].n == first || x->free[i].first == first + len)
-			n += x->free[i].n;
-	return n;
 }
 
 int cfi_extents_free(struct cfi_extents *x, uint32_t first, uint32_t n)
@@ -198,66 +204,141 @@ static struct cfi_held *oldest_idle(struct cfi_store *s)
 	return best;
 }
 
-/* The longest free stretch not next to h's rows. */
-static uint32_t largest_apart(const struct cfi_extents *x, const struct cfi_held *h)
-{
-	uint32_t best = 0;
-	size_t i;
+/* A planned move: h's rows to to. */
+struct cfi_move {
+	struct cfi_held *h;
+	uint32_t to;
+};
 
-	for (i = 0; i < x->nfree; i++)
-		if (x->free[i].n > best && x->free[i].first + x->free[i].n != h->first &&
-		    x->free[i].first != h->first + h->n)
-			best = x->free[i].n;
-	return best;
+static int by_rows_desc(const void *a, const void *b)
+{
+	uint32_t x = ((const struct cfi_move *)a)->h->n, y = ((const struct cfi_move *)b)->h->n;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The free stretches' parts outside rows [lo, hi), into room: how many. */
+static size_t room_outside(const struct cfi_extents *x, uint64_t lo, uint64_t hi,
+			   struct cfi_extent *room, uint64_t *inside)
+{
+	uint64_t a, b;
+	size_t i, n = 0;
+
+	*inside = 0;
+	for (i = 0; i < x->nfree; i++) {
+		a = x->free[i].first;
+		b = a + x->free[i].n;
+		if (a < lo)
+			room[n++] = (struct cfi_extent){ (uint32_t)a, (uint32_t)((b < lo ? b : lo) - a) };
+		if (b > hi)
+			room[n++] = (struct cfi_extent){ (uint32_t)(a > hi ? a : hi),
+							 (uint32_t)(b - (a > hi ? a : hi)) };
+		if (a < hi && b > lo)
+			*inside += (b < hi ? b : hi) - (a > lo ? a : lo);
+	}
+	return n;
 }
 
 /*
- * The held table cheapest to move (fewest rows) whose place and the free
- * stretches on either side of it make n rows, and that a free stretch
- * elsewhere takes; NULL if none.
+ * The moves that empty rows [lo, hi): every held table there (in whole or
+ * in part) to the free rows outside, the largest first, each to the
+ * shortest free piece left that takes it. The rows they move, or
+ * UINT64_MAX if the tables do not all go, or rows there are neither free
+ * nor a table's (leaked).
  */
-static struct cfi_held *in_the_way(struct cfi_store *s, uint32_t n)
+static uint64_t plan_window(const struct cfi_store *s, uint64_t lo, uint64_t hi,
+			    struct cfi_extent *room, struct cfi_move *plan, size_t *nplan)
 {
-	struct cfi_held *h, *best = NULL;
-	size_t i;
+	uint64_t covered, rows = 0;
+	size_t nroom = room_outside(&s->x, lo, hi, room, &covered), i, j, best;
+	struct cfi_held *h;
 
+	*nplan = 0;
 	for (i = 0; i < s->ntabs; i++) {
 		h = &s->tabs[i];
-		if (!h->n || (best && h->n >= best->n) ||
-		    (uint64_t)h->n + cfi_extents_around(&s->x, h->first, h->n) < n ||
-		    largest_apart(&s->x, h) < h->n)
+		if (!h->n || h->first >= hi || h->first + h->n <= lo)
 			continue;
-		best = h;
+		plan[(*nplan)++].h = h;
+		covered += (h->first + h->n < hi ? h->first + h->n : hi) - (h->first > lo ? h->first : lo);
 	}
-	return best;
+	if (covered != hi - lo)
+		return UINT64_MAX;
+	qsort(plan, *nplan, sizeof(*plan), by_rows_desc);
+	for (j = 0; j < *nplan; j++) {
+		best = nroom;
+		for (i = 0; i < nroom; i++)
+			if (room[i].n >= plan[j].h->n && (best == nroom || room[i].n < room[best].n))
+				best = i;
+		if (best == nroom)
+			return UINT64_MAX;
+		plan[j].to = room[best].first;
+		room[best].first += plan[j].h->n;
+		room[best].n -= plan[j].h->n;
+		rows += plan[j].h->n;
+	}
+	return rows;
 }
 
-/*
- * Free space in pieces too short for n rows while a held table sits between
- * them (first fit leaves such holes): that table moved elsewhere by the
- * owner's move hook, its place freed. 0, or -ENOSPC / the hook's error.
- */
-static int move_one(struct cfi_store *s, uint32_t n)
+/* h's rows to to (free, outside them) by the owner's hook. 0 or -errno. */
+static int move_to(struct cfi_store *s, struct cfi_held *h, uint32_t to)
 {
-	struct cfi_held *h;
-	int64_t to;
-	int err;
+	int err = cfi_extents_take(&s->x, to, h->n);
 
-	if (!s->move || !(h = in_the_way(s, n)))
-		return -ENOSPC;
-	to = cfi_extents_alloc_apart(&s->x, h->n, h->first, h->n);
-	if (to < 0)
-		return (int)to;
-	err = s->move(s->ctx, h->key, h->first, (uint32_t)to, h->n);
+	if (err)
+		return err;
+	err = s->move(s->ctx, h->key, h->first, to, h->n);
 	if (err) {
-		cfi_extents_free(&s->x, (uint32_t)to, h->n);
+		cfi_extents_free(&s->x, to, h->n);
 		return err;
 	}
 	if (cfi_extents_free(&s->x, h->first, h->n))
 		s->st.leaked += h->n;
-	h->first = (uint32_t)to;
+	h->first = to;
 	s->st.moved++;
 	return 0;
+}
+
+/*
+ * Free rows enough for n but in pieces, held tables between them (first
+ * fit leaves such holes): n rows made free in one piece by moving the
+ * tables in the way. The rows tried are those starting where a free
+ * stretch starts or ending where one ends; the plan that moves the fewest
+ * rows is carried out. 0, or -ENOSPC / -ENOMEM / the hook's error (the
+ * tables moved until then stay where they went).
+ */
+static int make_room(struct cfi_store *s, uint32_t n)
+{
+	struct cfi_extent *room = malloc((2 * s->x.nfree + 1) * sizeof(*room));
+	struct cfi_move *plan = malloc((s->ntabs + 1) * sizeof(*plan));
+	struct cfi_move *best = malloc((s->ntabs + 1) * sizeof(*best));
+	uint64_t lo, end, rows, fewest = UINT64_MAX;
+	size_t nplan, nbest = 0, i, side;
+	int err = -ENOMEM;
+
+	if (!room || !plan || !best)
+		goto out;
+	for (i = 0; i < s->x.nfree; i++) {
+		for (side = 0; side < 2; side++) {
+			end = (uint64_t)s->x.free[i].first + s->x.free[i].n;
+			lo = side ? end - n : s->x.free[i].first;
+			if ((side && end < n) || lo + n > s->x.cap)
+				continue;
+			rows = plan_window(s, lo, lo + n, room, plan, &nplan);
+			if (rows < fewest) {
+				fewest = rows;
+				nbest = nplan;
+				memcpy(best, plan, nplan * sizeof(*plan));
+			}
+		}
+	}
+	err = fewest == UINT64_MAX ? -ENOSPC : 0;
+	for (i = 0; !err && i < nbest; i++)
+		err = move_to(s, best[i].h, best[i].to);
+out:
+	free(room);
+	free(plan);
+	free(best);
+	return err;
 }
 
 /*
@@ -269,8 +350,7 @@ static int64_t place(struct cfi_store *s, uint32_t n)
 {
 	int64_t first = cfi_extents_alloc(&s->x, n);
 	struct cfi_held *h;
-	int reaped = !s->reap, r;
-	size_t moves = 0;
+	int reaped = !s->reap, moved = !s->move, r;
 
 	while (first < 0 && n <= s->x.cap) {
 		if ((h = oldest_idle(s))) {
@@ -281,8 +361,10 @@ static int64_t place(struct cfi_store *s, uint32_t n)
 			reaped = 1;
 			r = s->reap(s->ctx);
 			s->st.reaped += r > 0 ? (uint64_t)r : 0;
-		} else if (moves++ > s->ntabs || move_one(s, n)) {
+		} else if (moved || s->x.cap - s->x.used < n || make_room(s, n)) {
 			break;
+		} else {
+			moved = 1;
 		}
 		first = cfi_extents_alloc(&s->x, n);
 	}

@@ -14,8 +14,9 @@
  * program maps the same libraries) until its rows are wanted for another:
  * then the least recently released ones are freed, one at a time, until
  * the new table fits; if it still does not, the holds of processes that
- * are gone are released (their exit not read yet), and then a held table
- * that splits enough free rows is moved elsewhere (a hook), once per step.
+ * are gone are released (their exit not read yet), and then, when enough
+ * rows are free but in pieces, the held tables in the way are moved to
+ * free rows elsewhere (a hook): the fewest rows that make room.
  */
 #ifndef TB_CFI_ALLOC_H
 #define TB_CFI_ALLOC_H
@@ -43,10 +44,8 @@ int64_t cfi_extents_alloc(struct cfi_extents *x, uint32_t n);
 int cfi_extents_free(struct cfi_extents *x, uint32_t first, uint32_t n);
 /* The longest free stretch: what a table may take now without eviction. */
 uint32_t cfi_extents_largest(const struct cfi_extents *x);
-/* As cfi_extents_alloc, from a stretch not next to rows [first, first + len). */
-int64_t cfi_extents_alloc_apart(struct cfi_extents *x, uint32_t n, uint32_t first, uint32_t len);
-/* The free rows right before and right after rows [first, first + len). */
-uint32_t cfi_extents_around(const struct cfi_extents *x, uint32_t first, uint32_t len);
+/* Rows [first, first + n), inside one free stretch, taken: 0, -ENOSPC or -ENOMEM. */
+int cfi_extents_take(struct cfi_extents *x, uint32_t first, uint32_t n);
 
 struct cfi_held {
 	const void *key;
@@ -69,7 +68,7 @@ struct cfi_store_stats {
 /* Told of each table whose rows the store frees. */
 typedef void (*cfi_forget_fn)(void *ctx, const void *key);
 /*
- * Copies key's n rows at from to to (free, apart from them) and points
+ * Copies key's n rows at from to to (free, not overlapping them) and points
  * every holder there; from is freed when it returns. 0 or -errno.
  */
 typedef int (*cfi_move_fn)(void *ctx, const void *key, uint32_t from, uint32_t to, uint32_t n);
