@@ -34,6 +34,7 @@
 #include "cfi_maps.h"
 #include "errors.h"
 #include "proc.h"
+#include "vdso.h"
 
 struct described {
 	pid_t pid;
@@ -358,9 +359,16 @@ static int map_bias(const char *path, const struct proc_map *m, uint64_t *bias)
 	return ret;
 }
 
-/* The mapping's file as the process sees it (its mount namespace too). */
+/*
+ * The mapping's file as the process sees it (its mount namespace too); the
+ * vDSO's: the profiler's copy.
+ */
 static void mapped_path(char *p, size_t len, pid_t pid, const struct proc_map *m)
 {
+	if (vdso_mapping(m)) {
+		snprintf(p, len, "%s", vdso_path());
+		return;
+	}
 	snprintf(p, len, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, m->start, m->end);
 	if (access(p, R_OK))
 		snprintf(p, len, "/proc/%d/root%s", (int)pid, m->path);
@@ -372,8 +380,8 @@ static const struct cfi_table *hold(struct cfi_maps *cm, const char *path,
 {
 	const struct cfi_table *t;
 
-	if (m->path[0] != '/')
-		return NULL;	/* anonymous (a JIT's), the vdso: frame pointers */
+	if (m->path[0] != '/' && !vdso_mapping(m))
+		return NULL;	/* anonymous (a JIT's): frame pointers */
 	t = cfi_cache_get(path);
 	if (!t || !t->nrows || grow((void **)&cm->held, &cm->capheld, cm->nheld, sizeof(*cm->held)))
 		return NULL;

@@ -14,6 +14,7 @@
 #include "native.h"
 #include "proc.h"
 #include "pyelf.h"
+#include "vdso.h"
 
 /* libstdc++'s demangler (the C++ ABI's, declared here: C has no cxxabi.h). */
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
@@ -386,12 +387,14 @@ static void count_loaded(struct native *nt, struct nelf *e)
 	account(nt, e, b);
 }
 
-/* Open a mapping's file as the process sees it. */
+/* Open a mapping's file as the process sees it (the vDSO: the profiler's). */
 static int open_mapped(uint32_t pid, const struct proc_map *m)
 {
 	char p[4200];
 	int fd;
 
+	if (vdso_mapping(m))
+		return open(vdso_path(), O_RDONLY | O_CLOEXEC);
 	snprintf(p, sizeof(p), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
 	fd = open(p, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0)
@@ -425,7 +428,7 @@ static struct nelf *elf_of(struct native *nt, uint32_t pid, const struct proc_ma
 	free(probe.syms);
 	elf_key(key, &ids, m);
 	slot = hmap_put(&nt->elves, key, &added);
-	if (slot && added && (*slot = load_elf(fd, m->path, &ids)))
+	if (slot && added && (*slot = load_elf(fd, vdso_mapping(m) ? "vdso" : m->path, &ids)))
 		count_loaded(nt, *slot);
 	close(fd);
 	if (!slot)
@@ -472,7 +475,8 @@ static struct nproc *read_maps(struct native *nt, uint32_t pid)
 		return NULL;
 	}
 	while (getline(&line, &len, f) > 0) {
-		if (proc_parse_maps_line(line, &m) || m.perms[2] != 'x' || m.path[0] != '/')
+		if (proc_parse_maps_line(line, &m) || m.perms[2] != 'x' ||
+		    (m.path[0] != '/' && !vdso_mapping(&m)))
 			continue;
 		if (add_map(np, &cap, &m, elf_of(nt, pid, &m)))
 			break;

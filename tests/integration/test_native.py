@@ -193,6 +193,56 @@ def test_native_frame_pointers_exact():
     check(libz >= 0.3 * zl, "libz frames in %d of %d do_zlib samples %s" % (libz, zl, where))
 
 
+def _vdso(kind, name):
+    return kind == "native" and (name.endswith(" [vdso]") or name.startswith("[vdso+0x"))
+
+
+@timeout(120)
+def test_native_vdso():
+    """clock_calls.py reads the clock in a loop: libc's clock_gettime calls
+    the vDSO, which has no file. Its frames are named from the vDSO's own
+    symbols (the profiler's copy: the kernel maps the same image in every
+    process), right above libc; the static functions it calls have no
+    symbol and show as an offset; with the unwind tables
+    (pyenv's 3.13, no frame pointers) every such stack merges with the
+    Python frames, its rows from the vDSO's .eh_frame. With --native=fp on
+    Debian's 3.15 a sample at a vDSO function's `push %rbp` skips libc (a
+    few: held to 10 %), and one in a static function without a frame skips
+    the exported one."""
+    for python, native in ((Interp("3.13.0"), "--native"), (Interp("sid-3.15"), "--native=fp")):
+        check(python.exists(), "missing %s: run scripts/real-pythons.sh" % python.path)
+        out = art_path("native-vdso%s-%s.txt" % (native[8:], python.label.replace("/", "_")))
+        res = run_profiler(None, [native, "-F", "250", "-f", "collapsed", "-o", out, "--",
+                                  python.path, os.path.join(WORKLOADS, "clock_calls.py"), "2"],
+                           timeout=60)
+        res.expect_ok()
+        stacks = _read_stacks(out, res.where())
+        work = [(f, c) for f, c in stacks if ("py", "clocks") in f]
+        in_vdso = [(f, c) for f, c in work if any(_vdso(k, n) for k, n in f)]
+        n, nv = _share(work, lambda f: True), _share(in_vdso, lambda f: True)
+        check(nv >= 20 and nv >= 0.1 * n, "%s: %d of %d samples of clocks() in the vDSO %s"
+              % (native, nv, n, res.where()))
+        above_libc = 0
+        for frames, count in in_vdso:
+            shown = ";".join(name for _, name in frames)
+            first = next(i for i, (k, n) in enumerate(frames) if _vdso(k, n))
+            # The exported function by name; the static ones it calls
+            # (0x7a0 here) have no symbol: "[vdso+0x7fc]", as perf's [unknown].
+            # They keep no frame of their own, so a frame-pointer step from
+            # one returns to libc, past its caller.
+            named = re.match(r"\S*clock_gettime \[vdso\]$", frames[first][1])
+            check((named or native == "--native=fp") and all(_vdso(k, n) for k, n in frames[first:]), "%s: not the vDSO's clock_gettime at the leaf: %s %s"
+                  % (native, shown, res.where()))
+            if first and "libc.so" in frames[first - 1][1]:
+                above_libc += count
+            if native == "--native":
+                check(("mark", UNMATCHED) not in frames, "%s: marked %s %s"
+                      % (native, shown, res.where()))
+        check(above_libc >= (nv if native == "--native" else 0.9 * nv),
+              "%s: the vDSO right above libc in %d of %d samples %s"
+              % (native, above_libc, nv, res.where()))
+
+
 @timeout(120)
 def test_native_without_frame_pointers_marked():
     """--native=fp on pyenv's 3.13 (no frame pointers) and Debian's 3.14

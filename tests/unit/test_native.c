@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include "native.h"
@@ -76,6 +77,35 @@ static void test_merged(void **state)
 	assert_non_null(strstr(p->it[3].name, "[libc"));
 	free(p);
 	native_free(&nt);
+}
+
+/*
+ * A leaf in this process's vDSO, which has no file: named from the vDSO's
+ * own symbols (its clock_gettime, wherever the kernel placed it).
+ */
+static void test_vdso_leaf(void **state)
+{
+	struct tb_frame f[] = { py(0x1000, 1), py(0x2000, 0), py(0x3000, 1) };
+	void *vdso = dlopen("linux-vdso.so.1", RTLD_NOW | RTLD_NOLOAD);
+	void *fn = vdso ? dlsym(vdso, "__vdso_clock_gettime") : NULL;
+	uint64_t own[4];
+	struct native nt;
+	struct native_plan *p;
+
+	(void)state;
+	if (!fn || !getauxval(AT_SYSINFO_EHDR))
+		skip();
+	memcpy(own, ips, sizeof(own));
+	own[0] = IN(fn);
+	assert_int_equal(native_init(&nt), 0);
+	p = native_merge(&nt, (uint32_t)getpid(), own, 4, f, 3, 0);
+	assert_non_null(p);
+	assert_int_equal(p->matched, 1);
+	assert_string_equal(p->it[3].name, "__vdso_clock_gettime [vdso]");
+	free(p);
+	native_free(&nt);
+	if (vdso)
+		dlclose(vdso);
 }
 
 /* Three invocations, two eval frames: never spliced; the Python frames,
@@ -218,6 +248,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_merged),
+		cmocka_unit_test(test_vdso_leaf),
 		cmocka_unit_test(test_unmatched),
 		cmocka_unit_test(test_eval_caller),
 		cmocka_unit_test(test_bound),
