@@ -34,7 +34,6 @@
 #include "cfi_maps.h"
 #include "errors.h"
 #include "proc.h"
-#include "vdso.h"
 
 struct described {
 	pid_t pid;
@@ -359,29 +358,12 @@ static int map_bias(const char *path, const struct proc_map *m, uint64_t *bias)
 	return ret;
 }
 
-/*
- * The mapping's file as the process sees it (its mount namespace too); the
- * vDSO's: the profiler's copy.
- */
-static void mapped_path(char *p, size_t len, pid_t pid, const struct proc_map *m)
-{
-	if (vdso_mapping(m)) {
-		snprintf(p, len, "%s", vdso_path());
-		return;
-	}
-	snprintf(p, len, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, m->start, m->end);
-	if (access(p, R_OK))
-		snprintf(p, len, "/proc/%d/root%s", (int)pid, m->path);
-}
-
 /* The table of a mapping's file, held for the scan under way; NULL if none. */
 static const struct cfi_table *hold(struct cfi_maps *cm, const char *path,
 				    const struct proc_map *m, struct cfi_held *h)
 {
 	const struct cfi_table *t;
 
-	if (m->path[0] != '/' && !vdso_mapping(m))
-		return NULL;	/* anonymous (a JIT's): frame pointers */
 	t = cfi_cache_get(path);
 	if (!t || !t->nrows || grow((void **)&cm->held, &cm->capheld, cm->nheld, sizeof(*cm->held)))
 		return NULL;
@@ -407,8 +389,8 @@ static void describe(struct cfi_maps *cm, pid_t pid, const struct proc_map *m, i
 	uint32_t page0 = 0, npages = 0;
 	uint64_t bias = 0;
 
-	mapped_path(path, sizeof(path), pid, m);
-	t = hold(cm, path, m, &h);
+	/* No file (anonymous, a JIT's): frame-pointer steps there. */
+	t = proc_map_file(pid, m, path, sizeof(path)) ? NULL : hold(cm, path, m, &h);
 	if (!t || map_bias(path, m, &bias)) {
 		h.n = 0;
 		bias = 0;

@@ -391,15 +391,9 @@ static void count_loaded(struct native *nt, struct nelf *e)
 static int open_mapped(uint32_t pid, const struct proc_map *m)
 {
 	char p[4200];
-	int fd;
 
-	if (vdso_mapping(m))
-		return open(vdso_path(), O_RDONLY | O_CLOEXEC);
-	snprintf(p, sizeof(p), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0)
-		return fd;
-	snprintf(p, sizeof(p), "/proc/%u/root%s", pid, m->path);
+	if (proc_map_file((pid_t)pid, m, p, sizeof(p)))
+		return -1;
 	return open(p, O_RDONLY | O_CLOEXEC);
 }
 
@@ -475,9 +469,8 @@ static struct nproc *read_maps(struct native *nt, uint32_t pid)
 		return NULL;
 	}
 	while (getline(&line, &len, f) > 0) {
-		if (proc_parse_maps_line(line, &m) || m.perms[2] != 'x' ||
-		    (m.path[0] != '/' && !vdso_mapping(&m)))
-			continue;
+		if (proc_parse_maps_line(line, &m) || m.perms[2] != 'x' || !proc_map_has_file(&m))
+			continue;	/* anonymous (a JIT's), [vsyscall] */
 		if (add_map(np, &cap, &m, elf_of(nt, pid, &m)))
 			break;
 	}

@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 #include "proc.h"
 #include "pyelf.h"
 #include "util.h"
+#include "vdso.h"
 
 #define DELETED_SUFFIX " (deleted)"
 
@@ -178,6 +180,25 @@ int proc_parse_maps_line(const char *line, struct proc_map *m)
 	if (*p != ' ' && *p != '\n' && *p != '\0')
 		return -EINVAL;
 	return parse_path(p, m);
+}
+
+bool proc_map_has_file(const struct proc_map *m)
+{
+	return m->path[0] == '/' || vdso_mapping(m);
+}
+
+int proc_map_file(pid_t pid, const struct proc_map *m, char *buf, size_t len)
+{
+	if (m->path[0] != '/') {
+		if (!vdso_mapping(m))
+			return -1;
+		snprintf(buf, len, "%s", vdso_path());
+		return 0;
+	}
+	snprintf(buf, len, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, m->start, m->end);
+	if (access(buf, R_OK))
+		snprintf(buf, len, "/proc/%d/root%s", (int)pid, m->path);
+	return 0;
 }
 
 /* ---- small /proc files ---- */

@@ -27,6 +27,17 @@ struct proc_map {
  */
 int proc_parse_maps_line(const char *line, struct proc_map *m);
 
+/*
+ * The file behind mapping m of pid as the process sees it (its mount
+ * namespace too): its /proc/PID/map_files entry, else the path under
+ * /proc/PID/root; the vDSO's is the profiler's own copy (vdso.h). 0, or -1
+ * for a mapping without one (anonymous memory: a JIT's).
+ */
+int proc_map_file(pid_t pid, const struct proc_map *m, char *buf, size_t len);
+
+/* Has mapping m a file proc_map_file() gives (a path, or the vDSO)? */
+bool proc_map_has_file(const struct proc_map *m);
+
 /* Where the interpreter lives in a process. */
 struct py_location {
 	uint64_t runtime_addr;		/* absolute &_PyRuntime in the process */
