@@ -18,6 +18,7 @@
 #define LAT_PAGES	128	/* distinct pages remembered per sample */
 #define LAT_TAIL_NS	100	/* tail[] bucket width: 0 to 12.8 us */
 #define LAT_FINE_NS	40	/* fine[] bucket width: 0 to 5.12 us */
+#define LAT_PHASES	8	/* lat_phase() marks: ph[] in LAT_TAIL_NS buckets */
 
 struct lat_probe {
 	__u64 hist[LAT_BUCKETS];	/* full walks by run time */
@@ -33,6 +34,10 @@ struct lat_probe {
 	__u64 fine[LAT_BUCKETS];	/* full walks by run time, finer (--native's extra) */
 	__u64 unative;			/* native frames taken, over the full walks */
 	__u64 nframes;			/* this sample's */
+	__u64 pt[LAT_PHASES];		/* this sample's lat_phase() times */
+	__u64 ph[LAT_PHASES][LAT_BUCKETS];	/* full walks by time to each phase */
+	__u64 wn, wb;			/* this sample's frame-stack window reads, bytes */
+	__u64 wreads, wbytes;		/* ... over the full walks */
 };
 
 struct {
@@ -58,6 +63,10 @@ static __always_inline void lat_begin(void)
 	p->n = 0;
 	p->t1 = 0;
 	p->nframes = 0;
+	p->wn = 0;
+	p->wb = 0;
+	for (int i = 0; i < LAT_PHASES; i++)
+		p->pt[i] = 0;
 	p->t0 = bpf_ktime_get_ns();
 }
 
@@ -77,6 +86,26 @@ static __always_inline void lat_mark(void)
 
 	if (p)
 		p->t1 = bpf_ktime_get_ns();
+}
+
+/* The sample reached phase k (a constant): ph[k] gets the time since t0. */
+static __always_inline void lat_phase(int k)
+{
+	struct lat_probe *p = lat_get();
+
+	if (p && k >= 0 && k < LAT_PHASES)
+		p->pt[k] = bpf_ktime_get_ns();
+}
+
+/* A frame-stack window of size bytes is read. */
+static __always_inline void lat_window(__u64 size)
+{
+	struct lat_probe *p = lat_get();
+
+	if (p) {
+		p->wn++;
+		p->wb += size;
+	}
 }
 
 /* Remember the page of addr if this sample has not touched it yet. */
@@ -139,6 +168,17 @@ static __always_inline void lat_end(int ok)
 		b = LAT_BUCKETS - 1;
 	asm volatile("" : "+r"(b));
 	p->fine[b & (LAT_BUCKETS - 1)]++;
+	for (int k = 0; k < LAT_PHASES; k++) {
+		if (!p->pt[k])
+			continue;
+		b = (p->pt[k] - p->t0) / LAT_TAIL_NS;
+		if (b >= LAT_BUCKETS)
+			b = LAT_BUCKETS - 1;
+		asm volatile("" : "+r"(b));
+		p->ph[k][b & (LAT_BUCKETS - 1)]++;
+	}
+	p->wreads += p->wn;
+	p->wbytes += p->wb;
 	p->walks++;
 	p->upages += p->n;
 	p->unative += p->nframes;
@@ -147,6 +187,8 @@ static __always_inline void lat_end(int ok)
 #else
 static __always_inline void lat_begin(void) {}
 static __always_inline void lat_mark(void) {}
+static __always_inline void lat_phase(int k) {}
+static __always_inline void lat_window(__u64 size) {}
 static __always_inline void lat_native(long n) {}
 static __always_inline void lat_read(__u64 addr, __u64 size) {}
 static __always_inline void lat_end(int ok) {}

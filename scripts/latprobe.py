@@ -12,9 +12,14 @@ a histogram) and -DTB_LAT_PAGES (the pages counted too, which slows the
 walk: its times are not used).
 
   sudo python3 scripts/latprobe.py [--python PY] [--rounds N] [--hz HZ]
-                                   [--depth D] [--mib M] [--only a,b]
+                                   [--depth D] [--mib M] [--only a,b] [--phases]
   sudo python3 scripts/latprobe.py --compare A,B [--rounds N] [--hz HZ]
   sudo python3 scripts/latprobe.py --native [--rounds N] [--levels L]
+
+--phases: also the median time from each sample's start to the walk's
+steps (lat_phase() in bpf/tachyon.bpf.c: layout copied, thread state,
+current frame, memo begun, leaf step, walked, new or known stack pushed).
+--compare prints the frame-stack reads per sample and the "walked" point.
 
 --native: what --native=fp and --native add to a sample (the whole sample
 timed in 40 ns buckets), against Python-only sampling of the same targets,
@@ -43,7 +48,10 @@ sys.path.insert(0, HERE)
 import bench  # noqa: E402
 
 REPO = os.path.dirname(HERE)
-BUCKETS, STEP_NS, TAIL_NS, PAGES, FINE_NS = 128, 500, 100, 128, 40   # as bpf/latprobe.bpf.h
+BUCKETS, STEP_NS, TAIL_NS, PAGES, FINE_NS, PHASES = 128, 500, 100, 128, 40, 8   # as bpf/latprobe.bpf.h
+# Where lat_phase(k) stands in bpf/tachyon.bpf.c: each phase's time is from the sample's start.
+PHASE_NAMES = ("layout copied", "thread state", "current frame", "memo begun", "walked",
+               "new stack pushed", "known stack", "leaf step")
 
 
 def build(work, kinds=("probe", "pages")):
@@ -89,22 +97,31 @@ def read_probe(pid):
                          capture_output=True, text=True, check=True).stdout
     hist, walks, pages, native = [0] * BUCKETS, 0, 0, 0
     tail, fine = [0] * BUCKETS, [0] * BUCKETS
+    wreads = wbytes = 0
     at = BUCKETS + 5 + PAGES + 1            # struct lat_probe's tail[]
     fat = at + BUCKETS                      # ... its fine[], unative
+    pat = fat + BUCKETS + 2 + PHASES        # ... its ph[][]
+    phases = [[0] * BUCKETS for _ in range(PHASES)]
     for entry in json.loads(out):
         for v in entry["values"]:
             raw = bytes(int(b, 16) for b in v["value"])
-            words = struct.unpack_from("<%dQ" % (fat + BUCKETS + 1), raw)
+            words = struct.unpack_from("<%dQ" % (pat + PHASES * BUCKETS + 4), raw)
             for i in range(BUCKETS):
                 hist[i] += words[i]
                 tail[i] += words[at + i]
                 fine[i] += words[fat + i]
+                for k in range(PHASES):
+                    phases[k][i] += words[pat + k * BUCKETS + i]
             walks += words[BUCKETS]
             pages += words[BUCKETS + 1]
             native += words[fat + BUCKETS]
+            wreads += words[pat + PHASES * BUCKETS + 2]
+            wbytes += words[pat + PHASES * BUCKETS + 3]
     read_probe.tail = tail
     read_probe.fine = fine
     read_probe.native = native
+    read_probe.phases = phases
+    read_probe.window = (wreads / max(walks, 1), wbytes / max(walks, 1))
     return hist, walks, pages
 
 
@@ -166,10 +183,12 @@ def compare(py, binaries, rounds, hz, seconds):
                 meds[b].append(quantile(hist, 0.5))
                 tail = read_probe.tail
                 tails[b].append(quantile(tail, 0.5, TAIL_NS))
+                walked = quantile(read_probe.phases[4], 0.5, TAIL_NS)
+                print("  frame-stack windows per sample %.1f, %.0f bytes" % read_probe.window)
                 print("round %d %-28s walks %5d  median %6.0f ns (quartiles %6.0f-%6.0f)"
-                      "  tail %5.0f ns (%5.0f-%5.0f)"
+                      "  walked at %5.0f  tail %5.0f ns (%5.0f-%5.0f)"
                       % (r, b, walks, meds[b][-1], quantile(hist, 0.25),
-                         quantile(hist, 0.75), tails[b][-1], quantile(tail, 0.25, TAIL_NS),
+                         quantile(hist, 0.75), walked, tails[b][-1], quantile(tail, 0.25, TAIL_NS),
                          quantile(tail, 0.75, TAIL_NS)), flush=True)
     finally:
         bench.stop(cl + [master])
@@ -235,6 +254,8 @@ def main():
     ap.add_argument("--only", default="hot,evict,scatter,django")
     ap.add_argument("--bin", help="a directory with tachyon-bpf-probe and -pages already built")
     ap.add_argument("--compare", help="comma-separated -DTB_LAT_PROBE binaries, alternated")
+    ap.add_argument("--phases", action="store_true",
+                    help="each sample's time to the walk's steps (lat_phase), medians")
     ap.add_argument("--native", action="store_true", help="--native's extra per sample")
     ap.add_argument("--levels", type=int, default=2, help="--native: map() levels")
     a = ap.parse_args()
@@ -268,6 +289,7 @@ def main():
         for r in range(a.rounds):
             for n in names:
                 hist, walks, _ = kinds[n](bins["probe"])
+                probed = read_probe.phases
                 _, pwalks, pages = kinds[n](bins["pages"])
                 x = res[n]
                 x["med"].append(quantile(hist, 0.5))
@@ -277,6 +299,11 @@ def main():
                 print("round %d %-8s walks %6d  median %6.0f ns (quartiles %6.0f-%6.0f)"
                       "  user pages/sample %5.1f" % (r, n, walks, x["med"][-1], x["q1"][-1],
                                                      x["q3"][-1], x["pages"][-1]), flush=True)
+                if a.phases:
+                    print("  phases, median ns from the start: " + ", ".join(
+                        "%s %.0f (%d)" % (PHASE_NAMES[k], quantile(probed[k], 0.5, TAIL_NS),
+                                          sum(probed[k]))
+                        for k in range(PHASES)), flush=True)
         print("\n%s, -F %d, depth %d chain, %d MiB evicted; medians over %d rounds"
               % (a.python, a.hz, a.depth, a.mib, a.rounds))
         print("%-8s %12s %20s %16s" % ("", "median ns", "quartiles", "user pages"))

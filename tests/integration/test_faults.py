@@ -463,8 +463,10 @@ def test_fingerprint_memo_varying_leaf(python):
     chain frame is still the right function, and on 3.12+ most callers'
     fingerprints come from the previous walk: the memo finds a caller by its
     frame address, whatever the leaf side did (76 %; looking only a few
-    positions ahead in walk order, it found 66 %). 3.14+ count code objects
-    freed, and none is here: the same holds."""
+    positions ahead in walk order, it found 66 %), and the code table the
+    leaf side's callers, which the memo misses where their depth moved (98 %
+    with both). 3.14+ count code objects freed, and none is here: the same
+    holds."""
     ver = python.version()
     if int(ver.split(".")[1]) < 12:
         return      # no code counter: every code object is read (above)
@@ -483,8 +485,8 @@ def test_fingerprint_memo_varying_leaf(python):
     n = sum(s.count for s in stacks if "w0" in s.names)
     check(n >= 30, "%s: only %d samples in the leaf side" % (what, n))
     memo, frames = st["bpf_code_memo"], st["bpf_frames"]
-    check(memo >= 0.7 * frames, "%s: only %d of %d frames' fingerprints from the memo"
-          % (what, memo, frames))
+    check(memo >= 0.9 * frames, "%s: only %d of %d frames' fingerprints from the memo "
+          "or the code table" % (what, memo, frames))
 
 
 @timeout(90)
