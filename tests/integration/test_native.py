@@ -617,8 +617,11 @@ def test_native_tables_mprotect_exec():
     check(n >= 4 * rounds, "only %d samples in burn %s" % (n, where))
     check(exact >= 0.9 * n, "burn interleaved in %d of %d samples %s" % (exact, n, where))
     # A sample in the 50 ms between mprotect and the call is the only way
-    # to a stop, if the profiler took that long to read the report.
-    check(ut["bpf_new_code"] <= 1 and ut["notified"] >= rounds,
+    # to a stop, if the profiler took that long to read the report: on a
+    # quiet host none or one in 5 rounds, in a loaded full check 2 (of 136
+    # samples; it passed 6 of 6 runs alone). Tables never loaded for the
+    # new code would stop every sample of burn (>= 4 per round, above).
+    check(ut["bpf_new_code"] < rounds and ut["notified"] >= rounds,
           "%d walks stopped at new code, %d reports, for %d rounds %s"
           % (ut["bpf_new_code"], ut["notified"], rounds, where))
 
