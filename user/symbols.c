@@ -336,6 +336,70 @@ static void want_bytecode(const struct target *t, struct pending *p)
 		p->units = (uint32_t)units;
 }
 
+/* Forget what was decoded of a code object: it is unknown after all. */
+static void unresolve(struct code_info *ci)
+{
+	free(ci->qualname);
+	free(ci->filename);
+	free(ci->ops);
+	linetable_free(&ci->lt);
+	ci->qualname = ci->filename = NULL;
+	ci->ops = NULL;
+	ci->nops = 0;
+}
+
+/*
+ * Does the object read from its start look alive by its reference count?
+ * A freed one's first word is the allocator's (the next free block, or 0);
+ * a live count, immortal ones' too, is below 2^32. Free-threaded builds
+ * keep the owning thread there: not judged.
+ */
+static int refs_live(const struct py_layout *l, const uint8_t *obj)
+{
+	uint64_t refs = load_u64(obj);
+
+	return (l->walk.off.features & TB_F_NO_GIL) || (refs && refs <= 0xffffffffULL);
+}
+
+/*
+ * The strings are read after the code object, and a code object that died
+ * in between leaves them to the next objects at their addresses: code
+ * objects made and freed every 20 ms (tests/workloads/code_reuse.py) came
+ * out as one function's name with the next one's file and line table. A
+ * code object read again after its strings, still alive, with the same
+ * fingerprint and the same pointers, held them all along (it holds a
+ * reference to each). A freed one keeps its other bytes until reused.
+ */
+static void still_alive(const struct target *t, struct pending *p, int n)
+{
+	const struct py_layout *l = &t->layout;
+	static uint8_t again[MAX_BATCH][TB_READ_MAX * 4];
+	struct remote_req req[MAX_BATCH];
+	int i, m = 0, at[MAX_BATCH];
+
+	for (i = 0; i < n; i++) {
+		if (!p[i].ci->qualname)
+			continue;
+		at[m] = i;
+		req[m++] = (struct remote_req){ p[i].key.addr, again[i], l->co_size, 0 };
+	}
+	if (!m)
+		return;
+	remote_readv(t->pid, req, m);
+	for (i = 0; i < m; i++) {
+		struct pending *q = &p[at[i]];
+		const uint8_t *co = again[at[i]];
+
+		if (req[i].ok && refs_live(l, co) && tb_code_type_ok(&l->walk, co) &&
+		    (!q->key.fp || tb_code_fp(&l->walk, co, 0) == q->key.fp) &&
+		    load_u64(co + l->co_qualname) == load_u64(q->code + l->co_qualname) &&
+		    load_u64(co + l->co_filename) == load_u64(q->code + l->co_filename) &&
+		    load_u64(co + l->co_linetable) == load_u64(q->code + l->co_linetable))
+			continue;
+		unresolve(q->ci);
+	}
+}
+
 /* Read a batch of code objects: their headers, then their strings. */
 static void read_batch(struct symbols *s, const struct target *t, struct pending *p, int n)
 {
@@ -369,6 +433,9 @@ static void read_batch(struct symbols *s, const struct target *t, struct pending
 			finish_one(t, &p[i]);
 		if (s->opcodes && l->co_code && p[i].ci->qualname)
 			keep_old_opcodes(t, &p[i]);
+	}
+	still_alive(t, p, n);
+	for (i = 0; i < n; i++) {
 		if (!p[i].ci->qualname)
 			s->failures++;
 		for (int j = 0; j < 4; j++)

@@ -343,13 +343,59 @@ def _check_generated_frames(stacks, first, period, def_lines):
     return seen
 
 
+def _check_epoch_shares(stacks, hz):
+    """code_reuse.py runs each epoch's function ~20 ms, so no fn_e<E> can
+    have much more than 20 ms of samples. A fingerprint kept past its code
+    object's death (the memo's or the code table's rule broken) names the
+    reborn function at the same address after the dead one, with the dead
+    one's own file and line: _check_generated_frames() cannot see it, but
+    that one name then collects the samples of every epoch run there
+    (hundreds). 4x the share leaves room for a slow epoch (a collection, a
+    busy host: 20 ms of work taking 80)."""
+    per = {}
+    for s in stacks:
+        for f in s.frames:
+            if re.match(r"^fn_e\d+$", f.name):
+                per[f.name] = per.get(f.name, 0) + s.count
+                break
+    share = 0.020 * hz
+    worst = sorted(per.items(), key=lambda kv: -kv[1])[:4]
+    check(not worst or worst[0][1] <= 4 * share,
+          "%s has %d samples, over 4x the %d of its ~20 ms (a fingerprint kept past its "
+          "code object's death?); the most sampled: %s"
+          % (worst[0][0], worst[0][1], share, worst) if worst else "")
+
+
 @old_python_too
 @timeout(60)
 def test_code_objects_reused(python):
     """Functions compiled, run ~20 ms and freed in a loop (their addresses
     get reused): every sampled frame's name, file and line belong together,
     so no sample carries the name of a function that was not running."""
-    w = start_workload(python, "code_reuse.py", 60)
+    _code_reuse(python)
+
+
+@timeout(60)
+def test_code_objects_reused_callers(python):
+    """As test_code_objects_reused, the freed functions being callers, each
+    born where the last one died (--free-now): the leaf's code object is
+    read on every sample, a caller's fingerprint may come from an earlier
+    walk (the memo, the code table: 3.12+), valid only while no code object
+    is born or dies. Proved able to fail: a build that never empties the
+    code table (its epoch kept) gave one function all 3,000 samples; and
+    reading a code object's strings after it died gave one function the
+    next one's file (userspace now reads the object again after them).
+    Up to 3.11 a code object's fingerprint is its name's and line table's
+    addresses (3.12 added co_version): a function born with the same
+    addresses as a dead one cannot be told from it, and takes its name (the
+    README says so). There only name, file and line are checked to belong
+    together."""
+    exact = int(python.version().split(".")[1]) >= 12
+    _code_reuse(python, "--caller", "--free-now", exact=exact)
+
+
+def _code_reuse(python, *args, exact=True):
+    w = start_workload(python, "code_reuse.py", 60, *args)
     first, period = w.info["first_line"], w.info["period"]
     res = run_profiler(w.pid, ["-F", 999, "-d", 3, "--full-filenames"], timeout=30,
                        stats=True, env=DEF_LINE_ENV)
@@ -365,12 +411,20 @@ def test_code_objects_reused(python):
     check(epochs and epochs >= 50, "the workload ran %s epochs, want >= 50" % epochs)
     stacks = res.stacks()
     seen = _check_generated_frames(stacks, first, period, _def_line_instrs(res))
-    check(len(seen) >= 30, "only %d epochs' functions sampled [top: %s]"
-          % (len(seen), fmt_stacks(stacks, 4)))
+    if exact:
+        check(len(seen) >= 30, "only %d epochs' functions sampled [top: %s]"
+              % (len(seen), fmt_stacks(stacks, 4)))
+        _check_epoch_shares(stacks, 999)
+    # --free-now: a function's code object dies 20 ms after its first
+    # sample, and a new stack wakes the consumer within TB_STACK_WAKE_MS
+    # (20 ms): on a busy host some die before they are read, and their
+    # frames say <unknown> rather than a wrong name (6.7 % seen once on
+    # 3.10 under a full test run). Without it they live until a collection.
+    most = 0.15 if "--free-now" in args else 0.05
     unknown = sum(s.count for s in stacks if any(f.raw.startswith("<unknown") for f in s.frames))
-    check(unknown <= 0.05 * total(stacks), "%d of %d samples have <unknown> frames"
+    check(unknown <= most * total(stacks), "%d of %d samples have <unknown> frames"
           % (unknown, total(stacks)))
-    check(st["unknown_code"] <= 0.05 * max(1, st["code_reads"]),
+    check(st["unknown_code"] <= most * max(1, st["code_reads"]),
           "stats: %d of %d code objects unreadable" % (st["unknown_code"], st["code_reads"]))
 
 
