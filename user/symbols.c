@@ -350,15 +350,19 @@ static void unresolve(struct code_info *ci)
 
 /*
  * Does the object read from its start look alive by its reference count?
- * A freed one's first word is the allocator's (the next free block, or 0);
- * a live count, immortal ones' too, is below 2^32. Free-threaded builds
- * keep the owning thread there: not judged.
+ * A freed one's first word is the allocator's: 0, or the next free block,
+ * a user-space pointer, which above 4 GiB has bits set in 32-47. A live
+ * count has none there: a count is below 2^32, and a statically allocated
+ * immortal of 3.14 on reads 3 << 30 with flag bits from bit 48 up
+ * (_Py_InitCleanup: 0x50000c0000000). Free-threaded builds keep the owning
+ * thread there: not judged.
  */
 static int refs_live(const struct py_layout *l, const uint8_t *obj)
 {
 	uint64_t refs = load_u64(obj);
 
-	return (l->walk.off.features & TB_F_NO_GIL) || (refs && refs <= 0xffffffffULL);
+	return (l->walk.off.features & TB_F_NO_GIL) ||
+	       (refs && !(refs & 0x0000ffff00000000ULL));
 }
 
 /*
