@@ -419,8 +419,10 @@ def _code_reuse(python, *args, exact=True):
     # sample, and a new stack wakes the consumer within TB_STACK_WAKE_MS
     # (20 ms): on a busy host some die before they are read, and their
     # frames say <unknown> rather than a wrong name (6.7 % seen once on
-    # 3.10 under a full test run). Without it they live until a collection.
-    most = 0.15 if "--free-now" in args else 0.05
+    # 3.10 under a full test run, 16.7 % on 3.11 with the sanitizers' slower
+    # consumer). A consumer that never reads them in time loses nearly all.
+    # Without --free-now they live until a collection.
+    most = 0.30 if "--free-now" in args else 0.05
     unknown = sum(s.count for s in stacks if any(f.raw.startswith("<unknown") for f in s.frames))
     check(unknown <= most * total(stacks), "%d of %d samples have <unknown> frames"
           % (unknown, total(stacks)))
