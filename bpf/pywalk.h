@@ -409,11 +409,25 @@ TB_INLINE __s32 tb_instr_recorded(__s64 idx)
  * ([co_fp_lo, +co_fp_read), one cache line). The leaf (it may be half
  * built), a frame whose pointer is off, and the caller of a leaf that has
  * not started (its frame size is needed) get the whole read (co_read bytes
- * from the object's start) and the type check.
+ * from the object's start) and the type check, when they are read at all
+ * (tb_code_reusable()).
  */
 TB_INLINE int tb_code_checked(const struct tb_chain *ch, __s64 idx)
 {
 	return !ch->depth || ch->check_next || !tb_instr_in_code(idx);
+}
+
+/*
+ * May a fingerprint kept from an earlier walk (the BPF side's memo and code
+ * table, valid while no code object is born or dies) stand for this
+ * frame's code object? Its address then names a code object read before,
+ * which is all a whole read's type check would prove, so the leaf may take
+ * one too; not a frame whose pointer is off, nor the caller of a leaf that
+ * has not started, whose frame size is needed.
+ */
+TB_INLINE int tb_code_reusable(const struct tb_chain *ch, __s64 idx)
+{
+	return !ch->check_next && tb_instr_in_code(idx);
 }
 
 /* Where the code object read starts (from the object), and its length. */

@@ -330,7 +330,7 @@ struct memo_cursor {
 	__u32 set;		/* the memo set of this process */
 	__u32 epoch;		/* the code table's entries written under this rule */
 	__u32 check;		/* code_of(): the frame's code object is read whole */
-	__u32 pad;
+	__u32 reuse;		/* ... may come from the memo or the code table */
 };
 
 struct walk_ctx {
@@ -879,7 +879,7 @@ __noinline int code_of(struct scratch *s, struct memo_cursor *mc, struct tb_code
 
 	if (!s || !mc || !seen)
 		return TB_C_READ_CODE;
-	if (!mc->check && code != seen->addr &&
+	if (mc->reuse && code != seen->addr &&
 	    ((mc->ok && memo_find(s, mc, seen, frame, code)) || code_cached(s, mc, seen, code)))
 		return 0;
 	err = code_info(s, seen, code, mc->check);
@@ -938,6 +938,7 @@ static __always_inline int record_frame(struct walk_ctx *c, __u64 frame, const _
 	int err;
 
 	c->m.check = tb_code_checked(ch, idx);
+	c->m.reuse = tb_code_reusable(ch, idx);
 	err = code_of(s, &c->m, &ch->code, frame, code);
 	if (err)
 		count(c->cnt, err == TB_C_BAD_CODE ? TB_C_BAD_CODE : TB_C_READ_CODE);
