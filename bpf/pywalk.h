@@ -409,25 +409,35 @@ TB_INLINE __s32 tb_instr_recorded(__s64 idx)
  * ([co_fp_lo, +co_fp_read), one cache line). The leaf (it may be half
  * built), a frame whose pointer is off, and the caller of a leaf that has
  * not started (its frame size is needed) get the whole read (co_read bytes
- * from the object's start) and the type check, when they are read at all
- * (tb_code_reusable()).
+ * from the object's start) and the type check: TB_CODE_WHOLE.
+ *
+ * A fingerprint kept from an earlier walk (the BPF side's memo and code
+ * table, valid while no code object is born or dies) may stand for the
+ * frame's code object when the address names one read before, which is all
+ * a whole read's type check would prove, so the leaf may take one too; not
+ * a frame whose pointer is off, nor the caller of a leaf that has not
+ * started, whose frame size is needed: TB_CODE_KEPT.
+ *
+ * Scalars in, so the BPF walk stores them and code_of(), checked once,
+ * decides: computed in the walk, the branches split the verifier's states
+ * of the unrolled walk of Linux 5.10-5.16 past its limit (E2BIG).
  */
-TB_INLINE int tb_code_checked(const struct tb_chain *ch, __s64 idx)
+enum tb_code_how {
+	TB_CODE_WHOLE = 1,	/* read whole, type checked */
+	TB_CODE_KEPT = 2,	/* a kept fingerprint may stand for it */
+};
+
+TB_INLINE __u32 tb_code_how(__u32 depth, __u32 check_next, __s64 idx)
 {
-	return !ch->depth || ch->check_next || !tb_instr_in_code(idx);
+	int in = tb_instr_in_code(idx);
+
+	return (!depth || check_next || !in ? TB_CODE_WHOLE : 0) |
+	       (!check_next && in ? TB_CODE_KEPT : 0);
 }
 
-/*
- * May a fingerprint kept from an earlier walk (the BPF side's memo and code
- * table, valid while no code object is born or dies) stand for this
- * frame's code object? Its address then names a code object read before,
- * which is all a whole read's type check would prove, so the leaf may take
- * one too; not a frame whose pointer is off, nor the caller of a leaf that
- * has not started, whose frame size is needed.
- */
-TB_INLINE int tb_code_reusable(const struct tb_chain *ch, __s64 idx)
+TB_INLINE int tb_code_checked(const struct tb_chain *ch, __s64 idx)
 {
-	return !ch->check_next && tb_instr_in_code(idx);
+	return tb_code_how(ch->depth, ch->check_next, idx) & TB_CODE_WHOLE;
 }
 
 /* Where the code object read starts (from the object), and its length. */

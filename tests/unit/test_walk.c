@@ -260,6 +260,13 @@ static void test_instr_index(void **state)
 	ch.check_next = 0;
 	ch.depth = 0;
 	assert_true(tb_code_checked(&ch, 10));
+	/* A kept fingerprint: for the leaf and callers in their bytecode, not
+	 * for a pointer that is off nor a not-started leaf's caller. */
+	assert_int_equal(tb_code_how(0, 0, 10), TB_CODE_WHOLE | TB_CODE_KEPT);
+	assert_int_equal(tb_code_how(3, 0, 10), TB_CODE_KEPT);
+	assert_int_equal(tb_code_how(3, 0, -2), TB_CODE_WHOLE);
+	assert_int_equal(tb_code_how(0, 0, TB_CODE_UNITS_MAX), TB_CODE_WHOLE);
+	assert_int_equal(tb_code_how(3, 1, 10), TB_CODE_WHOLE);
 	assert_int_equal(tb_code_base(&w, 1), 0);
 	assert_int_equal(tb_code_len(&w, 1), 96);
 }
