@@ -38,6 +38,16 @@ struct lat_probe {
 	__u64 ph[LAT_PHASES][LAT_BUCKETS];	/* full walks by time to each phase */
 	__u64 wn, wb;			/* this sample's frame-stack window reads, bytes */
 	__u64 wreads, wbytes;		/* ... over the full walks */
+	__u64 touch[LAT_BUCKETS];	/* -DTB_LAT_PRETOUCH: full walks by touch time */
+	__u64 tt;			/* this sample's touches done */
+	__u32 prevn, prevpid;		/* the last full walk's pages, process */
+	__u64 prev[LAT_PAGES];
+	__u64 rest[LAT_BUCKETS];	/* full walks by time after the touches */
+	__u8 pbuf[4096];		/* TB_LAT_PRETOUCH=2: whole pages read here */
+	__u64 rd[2], rdn[2];		/* TB_LAT_READS: this sample's read time, reads (frames, other) */
+	__u64 rdh[2][LAT_BUCKETS];	/* full walks by that time */
+	__u64 rdsum[2], rdcnt[2];	/* over the full walks */
+	__u64 skip;			/* TB_LAT_TWICE: this walk is not counted */
 };
 
 struct {
@@ -54,7 +64,42 @@ static __always_inline struct lat_probe *lat_get(void)
 	return bpf_map_lookup_elem(&lat_probe, &zero);
 }
 
-static __always_inline void lat_begin(void)
+/*
+ * -DTB_LAT_PRETOUCH (with -DTB_LAT_PAGES): before the walk, read one byte
+ * of each user page the last full walk of the same process read, so the
+ * walk finds their TLB entries (and one line each) loaded: what is left of
+ * its time is not the first touch of a page.
+ */
+static __always_inline void lat_pretouch(struct lat_probe *p, __u32 pid)
+{
+#ifdef TB_LAT_PRETOUCH
+	__u32 n = p->prevn;
+	__u8 x __attribute__((unused));
+
+	if (p->prevpid != pid)
+		return;
+	for (__u32 i = 0; i < LAT_PAGES; i++) {
+		if (i >= n)
+			break;
+#if TB_LAT_PRETOUCH == 2
+		bpf_probe_read_user(p->pbuf, 4096, (void *)(p->prev[i] << 12));
+#else
+		bpf_probe_read_user(&x, 1, (void *)(p->prev[i] << 12));
+#endif
+	}
+#endif
+}
+
+/* The touches before the walk end now (-DTB_LAT_PRETOUCH_K's are later). */
+static __always_inline void lat_touched(void)
+{
+	struct lat_probe *p = lat_get();
+
+	if (p)
+		p->tt = bpf_ktime_get_ns();
+}
+
+static __always_inline void lat_begin(__u32 pid)
 {
 	struct lat_probe *p = lat_get();
 
@@ -65,9 +110,12 @@ static __always_inline void lat_begin(void)
 	p->nframes = 0;
 	p->wn = 0;
 	p->wb = 0;
+	p->rd[0] = p->rd[1] = p->rdn[0] = p->rdn[1] = 0;
 	for (int i = 0; i < LAT_PHASES; i++)
 		p->pt[i] = 0;
 	p->t0 = bpf_ktime_get_ns();
+	lat_pretouch(p, pid);
+	p->tt = bpf_ktime_get_ns();
 }
 
 /* --native: the sample's native stack has n frames. */
@@ -144,13 +192,85 @@ static __always_inline void lat_read(__u64 addr, __u64 size)
 #endif
 }
 
+/*
+ * -DTB_LAT_PRETOUCH_K: before the walk, read each page (=2: each cache
+ * line) of this CPU's scratch area, size bytes at s.
+ */
+static __always_inline void lat_pretouch_k(void *s, __u64 size)
+{
+#ifdef TB_LAT_PRETOUCH_K
+#if TB_LAT_PRETOUCH_K == 2
+	const __u32 step = 64;
+#else
+	const __u32 step = 4096;
+#endif
+	for (__u32 i = 0; i < size / step; i++)
+		asm volatile("" :: "r"(*(volatile __u8 *)(s + i * step)));
+	lat_touched();
+#endif
+}
+
+/*
+ * -DTB_LAT_TWICE: each event samples twice, and only the second is timed:
+ * the same stack with everything warm (data, TLB, instructions, branch
+ * history), a known stack by then. The drivers say LAT_TWICE(sample).
+ */
+#ifdef TB_LAT_TWICE
+#define LAT_TWICE(call) do { lat_skip(1); call; lat_skip(0); } while (0)
+#else
+#define LAT_TWICE(call) do { } while (0)
+#endif
+
+/* TB_LAT_TWICE_NEW: the warming walk pushes no stack (the timed one does). */
+static __always_inline int lat_skipping(void)
+{
+#ifdef TB_LAT_TWICE_NEW
+	struct lat_probe *p = lat_get();
+
+	return p && p->skip;
+#else
+	return 0;
+#endif
+}
+
+/* TB_LAT_TWICE: the walk that warms is not counted. */
+static __always_inline void lat_skip(int on)
+{
+	struct lat_probe *p = lat_get();
+
+	if (p)
+		p->skip = on;
+}
+
+/* TB_LAT_READS: a read starts (its clock) / read k (0 frames, 1 other) ends. */
+static __always_inline __u64 lat_rd0(void)
+{
+#ifdef TB_LAT_READS
+	return bpf_ktime_get_ns();
+#else
+	return 0;
+#endif
+}
+
+static __always_inline void lat_rd1(__u64 t, int k)
+{
+#ifdef TB_LAT_READS
+	struct lat_probe *p = lat_get();
+
+	if (p && k >= 0 && k < 2) {
+		p->rd[k] += bpf_ktime_get_ns() - t;
+		p->rdn[k]++;
+	}
+#endif
+}
+
 /* A sample ends; ok: it was a full walk. */
-static __always_inline void lat_end(int ok)
+static __always_inline void lat_end(int ok, __u32 pid)
 {
 	struct lat_probe *p = lat_get();
 	__u64 b, now;
 
-	if (!p || !ok)
+	if (!p || !ok || p->skip)
 		return;
 	now = bpf_ktime_get_ns();
 	b = (now - p->t0) / LAT_STEP_NS;
@@ -177,6 +297,31 @@ static __always_inline void lat_end(int ok)
 		asm volatile("" : "+r"(b));
 		p->ph[k][b & (LAT_BUCKETS - 1)]++;
 	}
+	b = (p->tt - p->t0) / LAT_TAIL_NS;
+	if (b >= LAT_BUCKETS)
+		b = LAT_BUCKETS - 1;
+	asm volatile("" : "+r"(b));
+	p->touch[b & (LAT_BUCKETS - 1)]++;
+	b = (now - p->tt) / LAT_TAIL_NS;
+	if (b >= LAT_BUCKETS)
+		b = LAT_BUCKETS - 1;
+	asm volatile("" : "+r"(b));
+	p->rest[b & (LAT_BUCKETS - 1)]++;
+#ifdef TB_LAT_PRETOUCH
+	p->prevn = p->n < LAT_PAGES ? p->n : LAT_PAGES;
+	for (int i = 0; i < LAT_PAGES; i++)
+		p->prev[i] = p->page[i];
+	p->prevpid = pid;
+#endif
+	for (int k = 0; k < 2; k++) {
+		b = p->rd[k] / LAT_TAIL_NS;
+		if (b >= LAT_BUCKETS)
+			b = LAT_BUCKETS - 1;
+		asm volatile("" : "+r"(b));
+		p->rdh[k][b & (LAT_BUCKETS - 1)]++;
+		p->rdsum[k] += p->rd[k];
+		p->rdcnt[k] += p->rdn[k];
+	}
 	p->wreads += p->wn;
 	p->wbytes += p->wb;
 	p->walks++;
@@ -185,13 +330,18 @@ static __always_inline void lat_end(int ok)
 }
 
 #else
-static __always_inline void lat_begin(void) {}
+static __always_inline void lat_begin(__u32 pid) {}
 static __always_inline void lat_mark(void) {}
 static __always_inline void lat_phase(int k) {}
 static __always_inline void lat_window(__u64 size) {}
 static __always_inline void lat_native(long n) {}
 static __always_inline void lat_read(__u64 addr, __u64 size) {}
-static __always_inline void lat_end(int ok) {}
+static __always_inline void lat_end(int ok, __u32 pid) {}
+static __always_inline __u64 lat_rd0(void) { return 0; }
+static __always_inline void lat_pretouch_k(void *s, __u64 size) {}
+static __always_inline int lat_skipping(void) { return 0; }
+#define LAT_TWICE(call) do { } while (0)
+static __always_inline void lat_rd1(__u64 t, int k) {}
 #endif
 
 #endif /* TB_LATPROBE_BPF_H */

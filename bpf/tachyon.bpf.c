@@ -391,7 +391,7 @@ static __always_inline int far_from(__u64 frame, __u64 base, __u64 len)
  */
 __noinline int frame_bytes(struct scratch *s, struct window *w, __u64 frame)
 {
-	__u64 need, end, start, size;
+	__u64 need, end, start, size, t;
 
 	if (!s || !w || !tb_frame_addr_ok(frame))
 		return -1;
@@ -406,9 +406,11 @@ __noinline int frame_bytes(struct scratch *s, struct window *w, __u64 frame)
 	    !(w->side && !far_from(frame, w->side, need))) {
 		lat_read(frame, need);
 		lat_window(need);
+		t = lat_rd0();
 		if (bpf_probe_read_user(&s->win[WIN], need > TB_READ_MAX ? TB_READ_MAX : need,
 					(void *)frame))
 			return -1;
+		lat_rd1(t, 0);
 		w->side = frame;
 		w->fo = WIN;
 		return 0;
@@ -424,6 +426,7 @@ __noinline int frame_bytes(struct scratch *s, struct window *w, __u64 frame)
 		size = WIN;
 	lat_read(start, size);
 	lat_window(size);
+	t = lat_rd0();
 	if (bpf_probe_read_user(s->win, size, (void *)start)) {
 		/* Not all of it readable: the frame alone, then. */
 		start = frame;
@@ -433,6 +436,7 @@ __noinline int frame_bytes(struct scratch *s, struct window *w, __u64 frame)
 			return -1;
 		}
 	}
+	lat_rd1(t, 0);
 	w->base = start;
 	w->len = size;
 	w->fo = frame - start;
@@ -441,10 +445,15 @@ __noinline int frame_bytes(struct scratch *s, struct window *w, __u64 frame)
 
 static __always_inline int read_into(struct scratch *s, __u32 size, __u64 addr)
 {
+	__u64 t = lat_rd0();
+	long err;
+
 	if (size > TB_READ_MAX)
 		size = TB_READ_MAX;
 	lat_read(addr, size);
-	return bpf_probe_read_user(s->buf, size, (void *)addr);
+	err = bpf_probe_read_user(s->buf, size, (void *)addr);
+	lat_rd1(t, 1);
+	return err;
 }
 
 static __always_inline void count(__u64 *cnt, int idx)
@@ -1270,7 +1279,7 @@ static __noinline int push_stack(struct scratch *s, __u32 pid, __u64 id, __u32 d
 	struct recent *seen = &s->recent[id & (RECENT - 1)];
 	__u64 epoch = sent_epoch, tag = sent_tag(id, sent_floor), *when;
 
-	if (seen->id == id && seen->epoch == epoch)
+	if ((seen->id == id && seen->epoch == epoch) || lat_skipping())
 		return 0;
 	when = (__u64 *)&sent_slots[id & (TB_SENT_SLOTS - 1)];
 	if (*when == tag) {
@@ -1509,9 +1518,10 @@ static __always_inline struct tb_walk *sample_begin(struct walk_ctx *c, __u32 pi
 
 	if (!L)
 		return NULL;
-	lat_begin();
+	lat_begin(pid);
 	if (!begin(c, L))
 		return NULL;
+	lat_pretouch_k(c->s, sizeof(struct scratch));
 	lat_phase(0);
 	count(c->cnt, TB_C_EVENTS);
 	*t0 = 0;
@@ -1580,7 +1590,7 @@ sent:
 		count(c->cnt, TB_C_STACKS);
 	count(c->cnt, TB_C_SAMPLES);
 out:
-	lat_end(ok);
+	lat_end(ok, pid);
 	if (t0)
 		c->cnt[TB_C_BPF_NS] += (bpf_ktime_get_ns() - t0) * TIME_EVERY;
 }
@@ -1600,6 +1610,7 @@ static __always_inline int sample_current(void *ctx)
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
+	LAT_TWICE(sample_current(ctx));
 	return sample_current(ctx);
 }
 
@@ -1641,7 +1652,10 @@ static __always_inline int tick_due(struct hrtimer *timer)
 SEC("tp_btf/hrtimer_expire_entry")
 int BPF_PROG(on_tick, struct hrtimer *timer)
 {
-	return tick_due(timer) ? sample_current(ctx) : 0;
+	if (!tick_due(timer))
+		return 0;
+	LAT_TWICE(sample_current(ctx));
+	return sample_current(ctx);
 }
 
 /* The walk of a thread leaving the CPU done (ret: as sample_done's); a

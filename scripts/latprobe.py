@@ -15,6 +15,19 @@ walk: its times are not used).
                                    [--depth D] [--mib M] [--only a,b] [--phases]
   sudo python3 scripts/latprobe.py --compare A,B [--rounds N] [--hz HZ]
   sudo python3 scripts/latprobe.py --native [--rounds N] [--levels L]
+  sudo python3 scripts/latprobe.py --decompose [--python PY] [--rounds N]
+
+--decompose: how much of a Django sample is cold state, from six builds
+alternated round by round against one running site: probe (as shipped,
+timed), pages (the pages counted: warmed's own overhead), warmed (before
+each walk, the user pages the last walk of the process read, whole, and
+every line of this CPU's scratch area are read; "after" is the time from
+there), twice (each event samples twice and only the second is timed:
+the same stack, every cache, TLB and predictor warm, a known stack by
+then), twicenew (the same, but the first pushes no stack: the second
+pushes it as a new one, the record's cost with the rest warm) and reads
+(each user read timed: frame-stack windows and frames read aside; the
+thread state and code objects).
 
 --phases: also the median time from each sample's start to the walk's
 steps (lat_phase() in bpf/tachyon.bpf.c: layout copied, thread state,
@@ -54,13 +67,24 @@ PHASE_NAMES = ("layout copied", "thread state", "current frame", "memo begun", "
                "new stack pushed", "known stack", "leaf step")
 
 
-def build(work, kinds=("probe", "pages")):
-    """{'probe': binary, 'pages': binary}, built from this tree's sources."""
+VARIANTS = (("probe", "-DTB_LAT_PROBE"), ("pages", "-DTB_LAT_PROBE -DTB_LAT_PAGES"))
+# --decompose's builds: the user pages the last walk read (whole) and this
+# CPU's scratch area (every line) read before the walk; each event sampled
+# twice, the second timed; every user read timed.
+DECOMPOSE = VARIANTS + (
+    ("warmed", "-DTB_LAT_PROBE -DTB_LAT_PAGES -DTB_LAT_PRETOUCH=2 -DTB_LAT_PRETOUCH_K=2"),
+    ("twice", "-DTB_LAT_PROBE -DTB_LAT_TWICE"),
+    ("twicenew", "-DTB_LAT_PROBE -DTB_LAT_TWICE -DTB_LAT_TWICE_NEW"),
+    ("reads", "-DTB_LAT_PROBE -DTB_LAT_READS"))
+
+
+def build(work, kinds=("probe", "pages"), variants=VARIANTS):
+    """{name: binary} for each variant named in kinds, built from this tree's sources."""
     src = os.path.join(work, "src")
     shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(
         ".git", "build*", "tachyon-bpf", "tests", "doc", "*.json"))
     bins = {}
-    for name, extra in (("probe", "-DTB_LAT_PROBE"), ("pages", "-DTB_LAT_PROBE -DTB_LAT_PAGES")):
+    for name, extra in variants:
         if name not in kinds:
             continue
         subprocess.run(["make", "-s", "-C", src, "-j2", "OUT=" + os.path.join(work, name),
@@ -102,23 +126,41 @@ def read_probe(pid):
     fat = at + BUCKETS                      # ... its fine[], unative
     pat = fat + BUCKETS + 2 + PHASES        # ... its ph[][]
     phases = [[0] * BUCKETS for _ in range(PHASES)]
+    touch, rest = [0] * BUCKETS, [0] * BUCKETS
+    rdh = [[0] * BUCKETS, [0] * BUCKETS]
+    rdsum = [0, 0]
+    rdcnt = [0, 0]
+    tat = pat + PHASES * BUCKETS + 4        # ... its touch[] (-DTB_LAT_PRETOUCH)
     for entry in json.loads(out):
         for v in entry["values"]:
             raw = bytes(int(b, 16) for b in v["value"])
-            words = struct.unpack_from("<%dQ" % (pat + PHASES * BUCKETS + 4), raw)
+            rat = tat + BUCKETS + 2 + PAGES
+            dat = rat + BUCKETS + 512 + 4   # ... its rdh[2][], after pbuf and rd, rdn
+            words = struct.unpack_from("<%dQ" % (dat + 2 * BUCKETS + 4), raw)
             for i in range(BUCKETS):
                 hist[i] += words[i]
                 tail[i] += words[at + i]
                 fine[i] += words[fat + i]
+                touch[i] += words[tat + i]
+                rest[i] += words[rat + i]
+                for k in range(2):
+                    rdh[k][i] += words[dat + k * BUCKETS + i]
                 for k in range(PHASES):
                     phases[k][i] += words[pat + k * BUCKETS + i]
             walks += words[BUCKETS]
             pages += words[BUCKETS + 1]
             native += words[fat + BUCKETS]
+            for k in range(2):
+                rdsum[k] += words[dat + 2 * BUCKETS + k]
+                rdcnt[k] += words[dat + 2 * BUCKETS + 2 + k]
             wreads += words[pat + PHASES * BUCKETS + 2]
             wbytes += words[pat + PHASES * BUCKETS + 3]
     read_probe.tail = tail
     read_probe.fine = fine
+    read_probe.touch = touch
+    read_probe.rest = rest
+    read_probe.rdh = rdh
+    read_probe.rd = [(rdsum[k] / max(walks, 1), rdcnt[k] / max(walks, 1)) for k in range(2)]
     read_probe.native = native
     read_probe.phases = phases
     read_probe.window = (wreads / max(walks, 1), wbytes / max(walks, 1))
@@ -184,6 +226,9 @@ def compare(py, binaries, rounds, hz, seconds):
                 tail = read_probe.tail
                 tails[b].append(quantile(tail, 0.5, TAIL_NS))
                 walked = quantile(read_probe.phases[4], 0.5, TAIL_NS)
+                print("  touched in %.0f ns, then %.0f ns; user pages per sample %.1f"
+                      % (quantile(read_probe.touch, 0.5, TAIL_NS),
+                         quantile(read_probe.rest, 0.5, TAIL_NS), _ / max(walks, 1)))
                 print("  frame-stack windows per sample %.1f, %.0f bytes" % read_probe.window)
                 print("round %d %-28s walks %5d  median %6.0f ns (quartiles %6.0f-%6.0f)"
                       "  walked at %5.0f  tail %5.0f ns (%5.0f-%5.0f)"
@@ -199,6 +244,52 @@ def compare(py, binaries, rounds, hz, seconds):
     for b in binaries:
         m, t = statistics.median(meds[b]), statistics.median(tails[b])
         print("%-28s %8.0f ns  %.2fx   tail %6.0f ns  %.2fx" % (b, m, m / base, t, t / tbase))
+
+
+def decompose(py, rounds, hz, seconds):
+    """What of a Django sample is cold state: six builds of this tree
+    against one running site, alternated round by round."""
+    names = [n for n, _ in DECOMPOSE]
+    work = tempfile.mkdtemp(prefix="tb-latprobe-")
+    try:
+        bins = build(work, names, DECOMPOSE)
+        master, url = bench.app_server(py, bench.app_env(py))
+        cl = [subprocess.Popen([sys.executable, "-c", bench.CLIENT, url]) for _ in range(2)]
+        cols = ("whole", "tstate", "leaf", "walked", "known", "new", "touch", "after",
+                "frame reads", "n", "other reads", "n")
+        res = {n: [] for n in names}
+        try:
+            time.sleep(1.0)
+            for r in range(rounds):
+                for n in names[r % len(names):] + names[:r % len(names)]:
+                    hist, walks, _ = measure(bins[n], master.pid, hz, seconds, ("-s",))
+                    ph = read_probe.phases
+                    row = [quantile(hist, 0.5)] + [quantile(ph[k], 0.5, TAIL_NS)
+                                                   for k in (1, 7, 4, 6, 5)]
+                    row += [quantile(read_probe.touch, 0.5, TAIL_NS),
+                            quantile(read_probe.rest, 0.5, TAIL_NS)]
+                    for k in range(2):
+                        row += [quantile(read_probe.rdh[k], 0.5, TAIL_NS), read_probe.rd[k][1]]
+                    res[n].append(row)
+                    print("round %d %-8s walks %5d  " % (r, n, walks)
+                          + "  ".join("%s %.0f" % (c, v) for c, v in zip(cols, row)
+                                      if v == v), flush=True)
+        finally:
+            bench.stop(cl + [master])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("\n%s, -F %d, Django site, ns: medians over %d rounds of per-sample medians"
+          " (phases from the sample's start; touch/after: warmed's pre-reads, then the"
+          " rest)" % (py, hz, rounds))
+    print("%-8s" % "" + "".join("%12s" % c for c in cols))
+    out = {}
+    for n in names:
+        med = [statistics.median(col) for col in zip(*res[n])]
+        out[n] = dict(zip(cols, med))
+        print("%-8s" % n + "".join("%12s" % ("-" if v != v else "%.1f" % v
+                                              if c == "n" else "%.0f" % v)
+                                   for c, v in zip(cols, med)))
+    return out
 
 
 NATIVE_VARIANTS = (("plain", ()), ("fp", ("--native=fp",)), ("tables", ("--native",)))
@@ -256,6 +347,8 @@ def main():
     ap.add_argument("--compare", help="comma-separated -DTB_LAT_PROBE binaries, alternated")
     ap.add_argument("--phases", action="store_true",
                     help="each sample's time to the walk's steps (lat_phase), medians")
+    ap.add_argument("--decompose", action="store_true",
+                    help="a Django sample's cold state apart: data warmed, sampled twice")
     ap.add_argument("--native", action="store_true", help="--native's extra per sample")
     ap.add_argument("--levels", type=int, default=2, help="--native: map() levels")
     a = ap.parse_args()
@@ -263,6 +356,9 @@ def main():
         raise SystemExit("tachyon-bpf: latprobe: needs root (run: sudo python3 %s)" % sys.argv[0])
     if a.native:
         native_main(a)
+        return
+    if a.decompose:
+        decompose(a.python, a.rounds, a.hz, a.seconds)
         return
     if a.compare:
         compare(a.python, a.compare.split(","), a.rounds, a.hz, a.seconds)
