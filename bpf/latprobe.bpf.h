@@ -264,49 +264,34 @@ static __always_inline void lat_rd1(__u64 t, int k)
 #endif
 }
 
+/* One more in the bucket of ns (buckets of step ns, the last one open). */
+static __always_inline void lat_count(__u64 *h, __u64 ns, __u64 step)
+{
+	__u64 b = ns / step;
+
+	if (b >= LAT_BUCKETS)
+		b = LAT_BUCKETS - 1;
+	asm volatile("" : "+r"(b));	/* keep the mask clang would drop */
+	h[b & (LAT_BUCKETS - 1)]++;
+}
+
 /* A sample ends; ok: it was a full walk. */
 static __always_inline void lat_end(int ok, __u32 pid)
 {
 	struct lat_probe *p = lat_get();
-	__u64 b, now;
+	__u64 now;
 
 	if (!p || !ok || p->skip)
 		return;
 	now = bpf_ktime_get_ns();
-	b = (now - p->t0) / LAT_STEP_NS;
-	if (b >= LAT_BUCKETS)
-		b = LAT_BUCKETS - 1;
-	asm volatile("" : "+r"(b));
-	p->hist[b & (LAT_BUCKETS - 1)]++;
-	b = p->t1 ? (now - p->t1) / LAT_TAIL_NS : LAT_BUCKETS - 1;
-	if (b >= LAT_BUCKETS)
-		b = LAT_BUCKETS - 1;
-	asm volatile("" : "+r"(b));
-	p->tail[b & (LAT_BUCKETS - 1)]++;
-	b = (now - p->t0) / LAT_FINE_NS;
-	if (b >= LAT_BUCKETS)
-		b = LAT_BUCKETS - 1;
-	asm volatile("" : "+r"(b));
-	p->fine[b & (LAT_BUCKETS - 1)]++;
-	for (int k = 0; k < LAT_PHASES; k++) {
-		if (!p->pt[k])
-			continue;
-		b = (p->pt[k] - p->t0) / LAT_TAIL_NS;
-		if (b >= LAT_BUCKETS)
-			b = LAT_BUCKETS - 1;
-		asm volatile("" : "+r"(b));
-		p->ph[k][b & (LAT_BUCKETS - 1)]++;
-	}
-	b = (p->tt - p->t0) / LAT_TAIL_NS;
-	if (b >= LAT_BUCKETS)
-		b = LAT_BUCKETS - 1;
-	asm volatile("" : "+r"(b));
-	p->touch[b & (LAT_BUCKETS - 1)]++;
-	b = (now - p->tt) / LAT_TAIL_NS;
-	if (b >= LAT_BUCKETS)
-		b = LAT_BUCKETS - 1;
-	asm volatile("" : "+r"(b));
-	p->rest[b & (LAT_BUCKETS - 1)]++;
+	lat_count(p->hist, now - p->t0, LAT_STEP_NS);
+	lat_count(p->tail, p->t1 ? now - p->t1 : ~0ULL, LAT_TAIL_NS);
+	lat_count(p->fine, now - p->t0, LAT_FINE_NS);
+	for (int k = 0; k < LAT_PHASES; k++)
+		if (p->pt[k])
+			lat_count(p->ph[k], p->pt[k] - p->t0, LAT_TAIL_NS);
+	lat_count(p->touch, p->tt - p->t0, LAT_TAIL_NS);
+	lat_count(p->rest, now - p->tt, LAT_TAIL_NS);
 #ifdef TB_LAT_PRETOUCH
 	p->prevn = p->n < LAT_PAGES ? p->n : LAT_PAGES;
 	for (int i = 0; i < LAT_PAGES; i++)
@@ -314,11 +299,7 @@ static __always_inline void lat_end(int ok, __u32 pid)
 	p->prevpid = pid;
 #endif
 	for (int k = 0; k < 2; k++) {
-		b = p->rd[k] / LAT_TAIL_NS;
-		if (b >= LAT_BUCKETS)
-			b = LAT_BUCKETS - 1;
-		asm volatile("" : "+r"(b));
-		p->rdh[k][b & (LAT_BUCKETS - 1)]++;
+		lat_count(p->rdh[k], p->rd[k], LAT_TAIL_NS);
 		p->rdsum[k] += p->rd[k];
 		p->rdcnt[k] += p->rdn[k];
 	}
