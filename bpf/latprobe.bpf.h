@@ -87,6 +87,7 @@ static __always_inline void lat_pretouch(struct lat_probe *p, __u32 pid)
 		bpf_probe_read_user(&x, 1, (void *)(p->prev[i] << 12));
 #endif
 	}
+	p->tt = bpf_ktime_get_ns();
 #endif
 }
 
@@ -113,9 +114,8 @@ static __always_inline void lat_begin(__u32 pid)
 	p->rd[0] = p->rd[1] = p->rdn[0] = p->rdn[1] = 0;
 	for (int i = 0; i < LAT_PHASES; i++)
 		p->pt[i] = 0;
-	p->t0 = bpf_ktime_get_ns();
+	p->t0 = p->tt = bpf_ktime_get_ns();
 	lat_pretouch(p, pid);
-	p->tt = bpf_ktime_get_ns();
 }
 
 /* --native: the sample's native stack has n frames. */

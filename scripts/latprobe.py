@@ -62,15 +62,28 @@ import bench  # noqa: E402
 
 REPO = os.path.dirname(HERE)
 BUCKETS, STEP_NS, TAIL_NS, PAGES, FINE_NS, PHASES = 128, 500, 100, 128, 40, 8   # as bpf/latprobe.bpf.h
+# struct lat_probe (bpf/latprobe.bpf.h) in 8-byte words, in order; the fields
+# read_probe() sums over CPUs (the others are per-sample scratch).
+PROBE_LAYOUT = (
+    ("hist", BUCKETS), ("walks", 1), ("upages", 1), ("ureads", 1), ("t0", 1), ("n", 1),
+    ("page", PAGES), ("t1", 1), ("tail", BUCKETS), ("fine", BUCKETS), ("unative", 1),
+    ("nframes", 1), ("pt", PHASES), ("ph", PHASES * BUCKETS), ("wn", 1), ("wb", 1),
+    ("wreads", 1), ("wbytes", 1), ("touch", BUCKETS), ("tt", 1), ("prevn", 1),
+    ("prev", PAGES), ("rest", BUCKETS), ("pbuf", 4096 // 8), ("rd", 2), ("rdn", 2),
+    ("rdh", 2 * BUCKETS), ("rdsum", 2), ("rdcnt", 2), ("skip", 1))
+PROBE_AT, PROBE_WORDS = {}, 0
+for _name, _n in PROBE_LAYOUT:
+    PROBE_AT[_name], PROBE_WORDS = PROBE_WORDS, PROBE_WORDS + _n
+PROBE_FIELDS = tuple((f, n) for f, n in PROBE_LAYOUT
+                     if f in ("hist", "walks", "upages", "tail", "fine", "unative", "ph",
+                              "wreads", "wbytes", "touch", "rest", "rdh", "rdsum", "rdcnt"))
 # Where lat_phase(k) stands in bpf/tachyon.bpf.c: each phase's time is from the sample's start.
 PHASE_NAMES = ("layout copied", "thread state", "current frame", "memo begun", "walked",
                "new stack pushed", "known stack", "leaf step")
 
 
 VARIANTS = (("probe", "-DTB_LAT_PROBE"), ("pages", "-DTB_LAT_PROBE -DTB_LAT_PAGES"))
-# --decompose's builds: the user pages the last walk read (whole) and this
-# CPU's scratch area (every line) read before the walk; each event sampled
-# twice, the second timed; every user read timed.
+# --decompose's builds (what each does: the docstring above).
 DECOMPOSE = VARIANTS + (
     ("warmed", "-DTB_LAT_PROBE -DTB_LAT_PAGES -DTB_LAT_PRETOUCH=2 -DTB_LAT_PRETOUCH_K=2"),
     ("twice", "-DTB_LAT_PROBE -DTB_LAT_TWICE"),
@@ -119,52 +132,27 @@ def read_probe(pid):
             if m.get("name") == "lat_probe" and m["id"] in map_ids(pid)]
     out = subprocess.run(["bpftool", "-j", "map", "dump", "id", str(mine[0])],
                          capture_output=True, text=True, check=True).stdout
-    hist, walks, pages, native = [0] * BUCKETS, 0, 0, 0
-    tail, fine = [0] * BUCKETS, [0] * BUCKETS
-    wreads = wbytes = 0
-    at = BUCKETS + 5 + PAGES + 1            # struct lat_probe's tail[]
-    fat = at + BUCKETS                      # ... its fine[], unative
-    pat = fat + BUCKETS + 2 + PHASES        # ... its ph[][]
-    phases = [[0] * BUCKETS for _ in range(PHASES)]
-    touch, rest = [0] * BUCKETS, [0] * BUCKETS
-    rdh = [[0] * BUCKETS, [0] * BUCKETS]
-    rdsum = [0, 0]
-    rdcnt = [0, 0]
-    tat = pat + PHASES * BUCKETS + 4        # ... its touch[] (-DTB_LAT_PRETOUCH)
+    got = {name: [0] * n for name, n in PROBE_FIELDS}
     for entry in json.loads(out):
         for v in entry["values"]:
             raw = bytes(int(b, 16) for b in v["value"])
-            rat = tat + BUCKETS + 2 + PAGES
-            dat = rat + BUCKETS + 512 + 4   # ... its rdh[2][], after pbuf and rd, rdn
-            words = struct.unpack_from("<%dQ" % (dat + 2 * BUCKETS + 4), raw)
-            for i in range(BUCKETS):
-                hist[i] += words[i]
-                tail[i] += words[at + i]
-                fine[i] += words[fat + i]
-                touch[i] += words[tat + i]
-                rest[i] += words[rat + i]
-                for k in range(2):
-                    rdh[k][i] += words[dat + k * BUCKETS + i]
-                for k in range(PHASES):
-                    phases[k][i] += words[pat + k * BUCKETS + i]
-            walks += words[BUCKETS]
-            pages += words[BUCKETS + 1]
-            native += words[fat + BUCKETS]
-            for k in range(2):
-                rdsum[k] += words[dat + 2 * BUCKETS + k]
-                rdcnt[k] += words[dat + 2 * BUCKETS + 2 + k]
-            wreads += words[pat + PHASES * BUCKETS + 2]
-            wbytes += words[pat + PHASES * BUCKETS + 3]
-    read_probe.tail = tail
-    read_probe.fine = fine
-    read_probe.touch = touch
-    read_probe.rest = rest
-    read_probe.rdh = rdh
-    read_probe.rd = [(rdsum[k] / max(walks, 1), rdcnt[k] / max(walks, 1)) for k in range(2)]
-    read_probe.native = native
-    read_probe.phases = phases
-    read_probe.window = (wreads / max(walks, 1), wbytes / max(walks, 1))
-    return hist, walks, pages
+            words = struct.unpack_from("<%dQ" % PROBE_WORDS, raw)
+            for name, n in PROBE_FIELDS:
+                at, acc = PROBE_AT[name], got[name]
+                for i in range(n):
+                    acc[i] += words[at + i]
+    walks = got["walks"][0]
+    per = max(walks, 1)
+    read_probe.tail = got["tail"]
+    read_probe.fine = got["fine"]
+    read_probe.touch = got["touch"]
+    read_probe.rest = got["rest"]
+    read_probe.rdh = [got["rdh"][k * BUCKETS:(k + 1) * BUCKETS] for k in range(2)]
+    read_probe.rd = [(got["rdsum"][k] / per, got["rdcnt"][k] / per) for k in range(2)]
+    read_probe.native = got["unative"][0]
+    read_probe.phases = [got["ph"][k * BUCKETS:(k + 1) * BUCKETS] for k in range(PHASES)]
+    read_probe.window = (got["wreads"][0] / per, got["wbytes"][0] / per)
+    return got["hist"], walks, got["upages"][0]
 
 
 def quantile(hist, q, step=STEP_NS):
@@ -226,9 +214,6 @@ def compare(py, binaries, rounds, hz, seconds):
                 tail = read_probe.tail
                 tails[b].append(quantile(tail, 0.5, TAIL_NS))
                 walked = quantile(read_probe.phases[4], 0.5, TAIL_NS)
-                print("  touched in %.0f ns, then %.0f ns; user pages per sample %.1f"
-                      % (quantile(read_probe.touch, 0.5, TAIL_NS),
-                         quantile(read_probe.rest, 0.5, TAIL_NS), _ / max(walks, 1)))
                 print("  frame-stack windows per sample %.1f, %.0f bytes" % read_probe.window)
                 print("round %d %-28s walks %5d  median %6.0f ns (quartiles %6.0f-%6.0f)"
                       "  walked at %5.0f  tail %5.0f ns (%5.0f-%5.0f)"
