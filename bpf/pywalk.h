@@ -263,6 +263,26 @@ TB_INLINE __u64 tb_frame_code(const struct tb_walk *w, const __u8 *fr)
 	return tb_ld64(fr, w->off.fr_code) & w->off.exec_mask;
 }
 
+/*
+ * TB_F_CODE_TAG: what else the frame says of its code object, kept with a
+ * fingerprint and compared before the kept one stands for a code object
+ * read in an earlier walk (3.11 has no counter of code objects born or
+ * dead). A code object born at a dead one's address passes only with its
+ * function object and globals also born at the dead ones' addresses; the
+ * fingerprint it stands for (the name's and line table's addresses) has
+ * the same blind spot. 0 where the layout has no tag.
+ */
+TB_INLINE __u32 tb_frame_tag(const struct tb_walk *w, const __u8 *fr)
+{
+	__u64 h;
+
+	if (!(w->off.features & TB_F_CODE_TAG))
+		return 0;
+	h = tb_ld64(fr, w->off.fr_tag) * 0x9e3779b97f4a7c15ULL ^ tb_ld64(fr, w->off.fr_tag + 8);
+	h *= 0xff51afd7ed558ccdULL;
+	return (__u32)(h >> 32) | 1;	/* never 0: 0 is "no tag" */
+}
+
 TB_INLINE __u64 tb_frame_instr(const struct tb_walk *w, const __u8 *fr)
 {
 	return tb_ld64(fr, w->off.fr_instr);
@@ -628,9 +648,13 @@ TB_INLINE __u32 tb_gc_flags(int collecting)
  */
 TB_INLINE __u64 tb_code_gen(const struct tb_walk *w, __u64 raw, __u64 interp)
 {
+	/* No counter, entries checked by tag instead: a generation that
+	 * never moves, in every interpreter of the process. */
+	if (!w->addr.code_gen_addr)
+		return (w->off.features & TB_F_CODE_TAG) ? 1 : 0;
 	/* A count of deaths starts at 0; a count of births that reached 0
 	 * ran out and stands still for good. */
-	if ((w->off.features & TB_F_CODE_DEATHS) && w->addr.code_gen_addr)
+	if (w->off.features & TB_F_CODE_DEATHS)
 		raw++;
 	/* Per-interpreter counters (3.13+) say nothing of a subinterpreter. */
 	if (w->addr.main_interp && interp != w->addr.main_interp)

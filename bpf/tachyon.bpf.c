@@ -197,7 +197,7 @@ struct memo {
 	__u64 frame;
 	__u64 code;
 	__u32 fp;
-	__u32 pad;
+	__u32 tag;		/* tb_frame_tag() of the frame that ran it */
 };
 
 /*
@@ -246,7 +246,9 @@ struct memo_set {
 struct code_slot {
 	__u64 code;
 	__u32 fp;
-	__u32 epoch;		/* memo_head.epoch when written */
+	/* memo_head.epoch ^ the tb_frame_tag() of the frame that ran it, when
+	 * written (0 on 3.12+): a slot stays 16 bytes, the table 16 KiB */
+	__u32 epoch;
 };
 
 struct code_table {
@@ -274,7 +276,7 @@ struct ts_slot {
  * ~80 ns or more, and between two samples an application evicts them
  * all. A sample touches the first page (the walk, the caches' heads, buf,
  * recent), one page of its memo set and up to one per caller the memo
- * misses in its code table (3.12+), the window's page, the page of frames
+ * misses in its code table (3.11+), the window's page, the page of frames
  * read aside (3.12+: shims) and the stack record's first page (its frames,
  * after the window's tail).
  */
@@ -329,7 +331,8 @@ struct memo_cursor {
 	__u32 hits;		/* fingerprints taken from it (counted once per walk) */
 	__u32 set;		/* the memo set of this process */
 	__u32 epoch;		/* the code table's entries written under this rule */
-	/* code_of()'s tb_code_how(), for the frame at hand */
+	/* code_of()'s tb_code_how() and tb_frame_tag(), for the frame at hand */
+	__u32 tag;
 	__u32 depth;
 	__u32 check_next;
 	__s64 idx;
@@ -806,7 +809,7 @@ __noinline int memo_find(struct scratch *s, struct memo_cursor *mc, struct tb_co
 			return 0;
 		mid = t ? lo + (hi - lo) / 2 : lo;
 		m = &ms->m[mid & (MEMO - 1)][prev];
-		if (!t && m->code == code && m->frame != frame)
+		if (!t && m->code == code && m->tag == mc->tag && m->frame != frame)
 			break;	/* the same caller, moved: a leaf side of another depth */
 		if (m->frame > frame) {
 			lo = mid + 1;	/* returned from since: look below */
@@ -821,7 +824,7 @@ __noinline int memo_find(struct scratch *s, struct memo_cursor *mc, struct tb_co
 	if (t == MEMO_PROBES)
 		return 0;
 	mc->j = mid + 1;	/* aligned, whatever code it ran then */
-	if (m->code != code)
+	if (m->code != code || m->tag != mc->tag)
 		return 0;
 	seen->addr = code;
 	seen->fp = m->fp;
@@ -849,7 +852,7 @@ __noinline int code_cached(struct scratch *s, struct memo_cursor *mc, struct tb_
 	if (!s || !mc || !seen || !mc->gen || !code)
 		return 0;
 	e = code_slot(s, mc, code);
-	if (e->code != code || e->epoch != mc->epoch)
+	if (e->code != code || e->epoch != (mc->epoch ^ mc->tag))
 		return 0;
 	seen->addr = code;
 	seen->fp = e->fp;
@@ -868,7 +871,7 @@ __noinline int code_keep(struct scratch *s, struct memo_cursor *mc, struct tb_co
 	e = code_slot(s, mc, seen->addr);
 	e->code = seen->addr;
 	e->fp = seen->fp;
-	e->epoch = mc->epoch;
+	e->epoch = mc->epoch ^ mc->tag;
 	return 0;
 }
 
@@ -918,6 +921,7 @@ __noinline int memo_put(struct scratch *s, struct memo_cursor *mc, __u32 depth, 
 	m->frame = frame;
 	m->code = seen->addr;
 	m->fp = seen->fp;
+	m->tag = mc->tag;
 	return 0;
 }
 
@@ -952,6 +956,7 @@ static __always_inline int record_frame(struct walk_ctx *c, __u64 frame, const _
 			   tb_frame_index(L, code, fr);
 	int err;
 
+	c->m.tag = tb_frame_tag(L, fr);
 	c->m.depth = ch->depth;
 	c->m.check_next = ch->check_next;
 	c->m.idx = idx;

@@ -115,6 +115,11 @@ enum tb_feature {
 	 * no native_thread_id): ts_native_tid is thread_id, matched against
 	 * the task's FS base, which is pthread_self() on x86_64 */
 	TB_F_PTHREAD_ID = 1 << 10,
+	/* no code counter, but a frame names its function and globals at
+	 * fr_tag (3.11: f_func, f_globals): a fingerprint kept from an earlier
+	 * walk stands for a code object only where the frame's two pointers
+	 * are the ones kept with it (tb_frame_tag) */
+	TB_F_CODE_TAG = 1 << 11,
 };
 
 /*
@@ -175,7 +180,7 @@ struct tb_offsets {
 	__u16 si_exc_value;
 	__u16 si_previous;
 	__u16 tp_flags;
-	__u8 pad2[2];
+	__u16 fr_tag;		/* _PyInterpreterFrame -> two pointers (TB_F_CODE_TAG) */
 };
 
 /* Per-process addresses (user/target.c): where this process's objects are. */
@@ -523,6 +528,7 @@ TB_ABI_OFF(struct tb_offsets, fr_tlbc, 74);
 TB_ABI_OFF(struct tb_offsets, co_tlbc, 76);
 TB_ABI_OFF(struct tb_offsets, ts_exc_info, 78);
 TB_ABI_OFF(struct tb_offsets, tp_flags, 84);
+TB_ABI_OFF(struct tb_offsets, fr_tag, 86);
 TB_ABI_SIZE(struct tb_addrs, 104);
 TB_ABI_SIZE(struct tb_reg, 8);
 TB_ABI_SIZE(struct tb_walk, 200);

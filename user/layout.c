@@ -388,7 +388,10 @@ static const struct py_layout builtin[] = {
 			 * pyenv 3.11.7 and Debian's 3.11.2 alike) */
 			.ts_exc_info = 120, .si_exc_value = 0, .si_previous = 8,
 			.tp_flags = 168,
-			.features = TB_F_CFRAME | TB_F_LATE_LINK | TB_F_ENTRY_FLAG | TB_F_EXC_TYPE,
+			/* f_func, f_globals: what a kept fingerprint is checked by */
+			.fr_tag = 0,
+			.features = TB_F_CFRAME | TB_F_LATE_LINK | TB_F_ENTRY_FLAG | TB_F_EXC_TYPE |
+				    TB_F_CODE_TAG,
 			.gil_holder = 8, .gil_locked = 16,
 		},
 		.gil_in_runtime = 360, .gil_ptr_in_interp = NO,	/* _PyRuntime.ceval.gil */
@@ -510,7 +513,8 @@ static int finish(struct py_layout *l)
 	    (w->ts_exc != NO && w->ts_exc > TB_READ_MAX) ||
 	    (w->ts_status != NO && w->ts_status > TB_READ_MAX) ||
 	    (w->fr_entry != NO && w->fr_entry > TB_READ_MAX) ||
-	    ((w->features & TB_F_TLBC) && w->fr_tlbc > TB_READ_MAX))
+	    ((w->features & TB_F_TLBC) && w->fr_tlbc > TB_READ_MAX) ||
+	    ((w->features & TB_F_CODE_TAG) && w->fr_tag > TB_READ_MAX))
 		return LAYOUT_INCONSISTENT;
 	w->ts_read = max16(max16(w->ts_native_tid, w->ts_interp),
 			   max16(w->ts_next, w->ts_frame)) + 8;
@@ -524,6 +528,8 @@ static int finish(struct py_layout *l)
 		w->fr_read = max16(w->fr_read, w->fr_entry + 1);
 	if (w->features & TB_F_TLBC)
 		w->fr_read = max16(w->fr_read, w->fr_tlbc + 4);
+	if (w->features & TB_F_CODE_TAG)
+		w->fr_read = max16(w->fr_read, w->fr_tag + 16);
 	w->co_read = max16(max16(w->co_type + 8, w->co_fp + 4), fp2);
 	if (w->co_fs_a != NO)
 		w->co_read = max16(w->co_read, w->co_fs_a + 4);

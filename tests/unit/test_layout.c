@@ -358,6 +358,10 @@ static void test_builtin_tables(void **state)
 	assert_int_equal(l.walk.off.co_fp2, 136);
 	assert_int_equal(l.walk.off.ts_status, TB_NO_OFFSET);	/* 3.11 has none */
 	assert_int_equal(l.str.compact_size, 72);
+	/* no code counter: kept fingerprints checked by f_func and f_globals */
+	assert_true(l.walk.off.features & TB_F_CODE_TAG);
+	assert_int_equal(l.walk.off.fr_tag, 0);
+	assert_true(l.walk.off.fr_read >= 16);
 	assert_int_equal(layout_from_version(0x030c01f0, 0, &l), LAYOUT_OK);
 	assert_int_equal(l.walk.off.owner_skip, 3);
 	assert_int_equal(l.walk.off.owner_max, 3);

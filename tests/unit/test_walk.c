@@ -542,6 +542,44 @@ static void test_code_gen(void **state)
 	w.addr.main_interp = 0x9000;
 	assert_int_equal(tb_code_gen(&w, 3, 0x9000), 4);
 	assert_int_equal(tb_code_gen(&w, 3, 0xa000), 0);
+	/* No counter but a tag (3.11): one generation in every interpreter. */
+	w = layout312();
+	w.off.features |= TB_F_CODE_TAG;
+	w.addr.main_interp = 0x9000;
+	assert_int_equal(tb_code_gen(&w, 0, 0x9000), 1);
+	assert_int_equal(tb_code_gen(&w, 0, 0xa000), 1);
+}
+
+/* The tag: never 0 with TB_F_CODE_TAG, 0 without; either pointer moves it. */
+static void test_frame_tag(void **state)
+{
+	struct tb_walk w = layout312();
+	uint8_t fr[TB_READ_MAX] = { 0 };
+	uint32_t t, t_func, t_glob;
+
+	(void)state;
+	put64(fr, 16, 0x7f0000001000);	/* function object */
+	put64(fr, 24, 0x7f0000002000);	/* globals */
+	w.off.fr_tag = 16;
+	assert_int_equal(tb_frame_tag(&w, fr), 0);
+	w.off.features |= TB_F_CODE_TAG;
+	t = tb_frame_tag(&w, fr);
+	assert_int_not_equal(t, 0);
+	put64(fr, 16, 0x7f0000001040);
+	t_func = tb_frame_tag(&w, fr);
+	assert_int_not_equal(t_func, t);
+	put64(fr, 16, 0x7f0000001000);
+	assert_int_equal(tb_frame_tag(&w, fr), t);
+	put64(fr, 24, 0x7f0000002040);
+	t_glob = tb_frame_tag(&w, fr);
+	assert_int_not_equal(t_glob, t);
+	assert_int_not_equal(t_glob, t_func);
+	/* Swapped pointers are another tag. */
+	put64(fr, 16, 0x7f0000002040);
+	put64(fr, 24, 0x7f0000001000);
+	assert_int_not_equal(tb_frame_tag(&w, fr), t);
+	memset(fr, 0, sizeof(fr));
+	assert_int_not_equal(tb_frame_tag(&w, fr), 0);
 }
 
 /* ---- Whole walks -------------------------------------------------------- */
@@ -759,6 +797,7 @@ int main(void)
 		cmocka_unit_test_setup(test_thread_state, reset),
 		cmocka_unit_test_setup(test_gil_gc, reset),
 		cmocka_unit_test_setup(test_code_gen, reset),
+		cmocka_unit_test_setup(test_frame_tag, reset),
 		cmocka_unit_test_setup(test_walk_complete, reset),
 		cmocka_unit_test_setup(test_walk_ends_early, reset),
 		cmocka_unit_test_setup(test_walk_unreadable_code, reset),
