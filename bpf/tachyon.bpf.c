@@ -894,7 +894,7 @@ __noinline int code_of(struct scratch *s, struct memo_cursor *mc, struct tb_code
 	/* The frame before ran it too (recursion): already known and kept.
 	 * Per-walk state only, on the stack: a table in the map would add a
 	 * cold cache line per frame. */
-	if (tb_code_known(seen, code))
+	if (tb_code_known(seen, code, mc->check_next))
 		return 0;
 	how = tb_code_how(mc->depth, mc->check_next, mc->idx);
 	if ((how & TB_CODE_KEPT) &&

@@ -112,12 +112,13 @@ static void walk_start(const struct target *t, uint64_t tstate, struct tb_chain 
 }
 
 /* The code object, read as the BPF side reads it when it has no memo. */
-static int code_info(const struct target *t, struct tb_code *seen, uint64_t code, int check)
+static int code_info(const struct target *t, struct tb_chain *ch, uint64_t code, int check)
 {
 	const struct tb_walk *w = &t->layout.walk;
+	struct tb_code *seen = &ch->code;
 	uint8_t co[OBJ_BUF];
 
-	if (tb_code_known(seen, code))
+	if (tb_code_known(seen, code, ch->check_next))
 		return 0;
 	if (read_obj(t->pid, code + tb_code_base(w, check), co, tb_code_len(w, check)))
 		return TB_C_READ_CODE;
@@ -147,7 +148,7 @@ static int record_frame(const struct target *t, struct tb_chain *ch, struct stac
 	int64_t idx = tlbc ? tb_instr_index_at(tlbc_base(t, code, tlbc), tb_frame_instr(w, fr)) :
 			     tb_frame_index(w, code, fr);
 
-	if (code_info(t, &ch->code, code, tb_code_checked(ch, idx)) ||
+	if (code_info(t, ch, code, tb_code_checked(ch, idx)) ||
 	    !tb_chain_linked(ch, frame))
 		return tb_chain_bad_frame(ch, i);
 	st->addr[ch->depth] = frame;	/* dump --locals reads its localsplus */

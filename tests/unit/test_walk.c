@@ -149,7 +149,7 @@ static struct tb_chain walk(const struct tb_walk *w, uint64_t tstate)
 			code = tb_frame_code(w, fr);
 			idx = tb_instr_index(w, code, tb_frame_instr(w, fr));
 			check = tb_code_checked(&ch, idx);
-			if (!tb_code_known(&ch.code, code) &&
+			if (!tb_code_known(&ch.code, code, ch.check_next) &&
 			    (mem_read(code + tb_code_base(w, check), co, tb_code_len(w, check)) ||
 			     tb_code_parse(w, &ch.code, co, code, check)))
 				step = tb_chain_bad_frame(&ch, i);
@@ -320,10 +320,15 @@ static void test_code_parse(void **state)
 	put64(co, 8, CODE_TYPE);
 	assert_int_equal(tb_code_parse(&w, &seen, co, 0x7000, 1), 0);
 	assert_int_equal(seen.words, 11);
-	assert_true(tb_code_known(&seen, 0x7000));
-	assert_false(tb_code_known(&seen, 0x7008));
+	assert_true(tb_code_known(&seen, 0x7000, 0));
+	assert_true(tb_code_known(&seen, 0x7000, 1));
+	assert_false(tb_code_known(&seen, 0x7008, 0));
+	/* Kept, no frame size: not for the caller of a leaf caught starting. */
+	seen.words = 0;
+	assert_true(tb_code_known(&seen, 0x7000, 0));
+	assert_false(tb_code_known(&seen, 0x7000, 1));
 	seen.addr = 0;
-	assert_false(tb_code_known(&seen, 0));	/* a null pointer is never known */
+	assert_false(tb_code_known(&seen, 0, 0));	/* a null pointer is never known */
 	/* Type unknown: anything goes. */
 	w.addr.code_type_addr = 0;
 	put64(co, 8, 0x9999);
