@@ -21,6 +21,8 @@ struct code_info {
 	int32_t firstlineno;
 	int hidden;		/* an interpreter shim, not user code (3.13+ __init__ cleanup) */
 	uint32_t epoch;		/* the symbols epoch it was last used in */
+	uint32_t tries;		/* reads that failed; retried while below a bound */
+	double retry_at;	/* monotonic seconds: the earliest next read */
 	struct linetable lt;
 	/* With --opcodes: the opcode byte of each code unit of the live
 	 * (specialised) bytecode as read; NULL if not read. */
@@ -30,7 +32,8 @@ struct code_info {
 
 struct symbols {
 	struct hmap codes;	/* struct code_key -> struct code_info * */
-	uint64_t lookups, reads, failures;
+	uint64_t lookups, reads;
+	uint64_t failures;	/* code objects unreadable (so far: a retry may read them) */
 	uint64_t evicted;	/* entries dropped as unused (symbols_evict) */
 	uint32_t epoch;		/* advanced by symbols_next_epoch */
 	int opcodes;		/* read each code object's bytecode too (--opcodes) */
@@ -50,7 +53,10 @@ void symbols_forget(struct symbols *s, uint32_t target);
  */
 void symbols_evict(struct symbols *s, uint32_t target);
 void symbols_next_epoch(struct symbols *s);
-/* The cached entry (after symbols_resolve); never NULL. */
+/*
+ * The cached entry (after symbols_resolve); never NULL. One that could not
+ * be read is read again here or in symbols_resolve once its retry is due.
+ */
 const struct code_info *symbols_get(struct symbols *s, const struct target *t,
 				    const struct tb_frame *f);
 /* One frame as the writers see it. Strings point into the cache (or buf). */

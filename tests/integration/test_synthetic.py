@@ -50,11 +50,11 @@ def _expected(version):
     return want
 
 
-def _start(version):
+def _start(version, extra=()):
     """Start `fakepy VERSION` and wait for `READY <pid>`."""
     errp = art_path("fakepy-%s.stderr" % version)
     with open(errp, "wb") as errf:
-        proc = spawn([_fakepy(), version], stdin=subprocess.DEVNULL,
+        proc = spawn([_fakepy(), version] + list(extra), stdin=subprocess.DEVNULL,
                      stdout=subprocess.PIPE, stderr=errf, cwd="/")
     w = Workload(proc, {}, "fakepy " + version)
     line = w.read_line(10)
@@ -108,6 +108,29 @@ def _profile_exact(version, extra=()):
     res.expect_ok()
     _check_exact(res, want, what)
     _check_stats(res, what)
+    check(w.alive(), "%s: fakepy died while profiled" % what)
+
+
+@timeout(60)
+def test_names_read_late():
+    """Every code object's name is unreadable for the first 1.5 s of the
+    run (fakepy --late-names: a negative str length), as a name being
+    written or memory scribbled over would be: the names are read again
+    later, and the whole profile ends up named, not `<unknown 0x...>`."""
+    want = _expected("3.14")
+    w = _start("3.14", ["--late-names", "1500"])
+    what = "fakepy 3.14 --late-names 1500"
+    res = run_profiler(w.pid, ["-F", 499, "-d", 4, "--full-filenames"], timeout=30, stats=True)
+    res.expect_ok()
+    _check_exact(res, want, what)
+    _check_stats(res, what)
+    st = res.stats()
+    # Proof that the first reads failed (else the test shows nothing): each
+    # code object in the profile was read at least twice.
+    codes = {(f.name, f.file) for s in res.stacks() for f in s.frames}
+    check(st["code_reads"] >= 2 * len(codes),
+          "%s: %d code object reads for %d code objects: the names were never unreadable?"
+          % (what, st["code_reads"], len(codes)))
     check(w.alive(), "%s: fakepy died while profiled" % what)
 
 

@@ -12,6 +12,9 @@
  * sees one of a few known Python stacks, which `--expect` prints.
  *
  * usage: fakepy VERSION [--ready FILE]   run; print "READY <pid>" when ready
+ *        fakepy VERSION --late-names MS  run, every code object's qualname
+ *                                        unreadable (a negative length) until
+ *                                        MS ms after READY
  *        fakepy VERSION --expect         print the expected collapsed stacks
  *        fakepy VERSION --expect-threads  the same, each line prefixed with
  *                                        the name (comm) of the thread that
@@ -43,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- _Py_DebugOffsets: every member is a u64 (doc §2) ---- */
@@ -1569,6 +1573,31 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/*
+ * --late-names: the qualname str of each code object, broken (length -1,
+ * which no reader may accept) until late_names_ms after READY, then fixed.
+ */
+static long late_names_ms = -1;
+static uint8_t *qualnames[NCODES];
+static int64_t qualname_len[NCODES];	/* in code points, as built */
+
+static void names_readable(int ok)
+{
+	size_t i;
+
+	for (i = 0; i < NCODES; i++)
+		__atomic_store_n((int64_t *)(qualnames[i] + L->unicode_object.length),
+				 ok ? qualname_len[i] : -1, __ATOMIC_RELEASE);
+}
+
+static double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
 static void write_ready(const char *path)
 {
 	char tmp[4096];
@@ -1592,8 +1621,14 @@ static void build(void)
 	check_objects();
 	check_tables();
 	make_types();
-	for (i = 0; i < NCODES; i++)
+	for (i = 0; i < NCODES; i++) {
 		code_objs[i] = make_code((int)i);
+		memcpy(&qualnames[i], code_objs[i] + L->code_object.qualname, sizeof(qualnames[i]));
+		memcpy(&qualname_len[i], qualnames[i] + L->unicode_object.length,
+		       sizeof(qualname_len[i]));
+	}
+	if (late_names_ms >= 0)
+		names_readable(0);
 	make_interp();
 	/* threads.head is the newest thread: the last worker, ..., main. */
 	make_thread(&threads[0], 0);
@@ -1628,6 +1663,7 @@ static void run(const char *ready_path)
 	pthread_t th;
 	unsigned w;
 	size_t i;
+	double t0;
 	int err;
 
 	claim_thread(&threads[0]);
@@ -1644,15 +1680,20 @@ static void run(const char *ready_path)
 		write_ready(ready_path);
 	printf("READY %d\n", (int)getpid());
 	fflush(stdout);
+	t0 = mono_ms();
 	for (i = 0;; i = (i + 1) % NPHASES) {
 		set_current(&threads[0], phase_leaf[i]);
 		spin(4000000);
+		if (late_names_ms >= 0 && mono_ms() - t0 >= late_names_ms) {
+			names_readable(1);
+			late_names_ms = -1;
+		}
 	}
 }
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: fakepy VERSION [--ready FILE | --expect | --expect-threads]\n"
+	fprintf(stderr, "usage: fakepy VERSION [--ready FILE] [--late-names MS] | --expect | --expect-threads\n"
 		"VERSION: 3.14 3.15 3.13t 3.14t 3.16 3.15b1 3.15t\n");
 	exit(2);
 }
@@ -1678,6 +1719,8 @@ int main(int argc, char **argv)
 			expect = 2;
 		else if (!strcmp(argv[i], "--ready") && i + 1 < argc)
 			ready = argv[++i];
+		else if (!strcmp(argv[i], "--late-names") && i + 1 < argc)
+			late_names_ms = atol(argv[++i]);
 		else
 			usage();
 	}
