@@ -50,8 +50,11 @@ def _diff(*args):
 
 
 def _frames(svg_path):
-    """leaf function name -> (samples, delta, (r, g, b)) of the SVG's frames."""
-    frames = {}
+    """leaf function name -> (samples, delta, (r, g, b)) of the SVG's frames.
+    A function with frames at several lines (a sample at its `return`
+    line now and then) gets their samples and deltas summed, and the
+    colour of its largest frame."""
+    parts = {}
     root = ET.parse(svg_path).getroot()
     for g in root.iter(SVG_NS + "g"):
         if g.get("class") != "f":
@@ -62,9 +65,10 @@ def _frames(svg_path):
                      title)
         c = re.match(r"^rgb\((\d+),(\d+),(\d+)\)$", fill)
         if m and c:
-            frames[m.group(1)] = (int(m.group(2)), float(m.group(4)) / 100,
-                                  tuple(int(x) for x in c.groups()))
-    return frames
+            parts.setdefault(m.group(1), []).append(
+                (int(m.group(2)), float(m.group(4)) / 100, tuple(int(x) for x in c.groups())))
+    return {fn: (sum(p[0] for p in ps), sum(p[1] for p in ps), max(ps)[2])
+            for fn, ps in parts.items()}
 
 
 def _share(stacks, fn):
