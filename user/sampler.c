@@ -762,6 +762,12 @@ int sampler_offcpu_seed(struct sampler *s, uint32_t pid, uint32_t tid, uint64_t 
 				    BPF_NOEXIST);
 }
 
+int sampler_tstate_seed(struct sampler *s, uint32_t tid, uint64_t tstate)
+{
+	return bpf_map__update_elem(s->skel->maps.tstates, &tid, sizeof(tid), &tstate,
+				    sizeof(tstate), BPF_NOEXIST);
+}
+
 void sampler_offcpu_unseed(struct sampler *s, uint32_t tid, uint64_t since)
 {
 	struct tb_offcpu v;
