@@ -208,7 +208,10 @@ static void on_proc(struct session *s, const struct tb_proc *r)
 			s->child_execd = 1;
 		if (t)
 			end_target(s, t);
-		targets_discover_later(s->ts, (int32_t)r->pid, command_pid(s) == (int32_t)r->pid);
+		/* The command not being Python is worth a word, unless -s says
+		 * it may be a shell or a supervisor. */
+		targets_discover_later(s->ts, (int32_t)r->pid,
+				       command_pid(s) == (int32_t)r->pid && !s->opt->subprocesses);
 		return;
 	case TB_PROC_EXIT:
 		if (t)
