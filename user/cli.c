@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "errors.h"
 #include "layout.h"
+#include "safefile.h"
 #include "tachyon.h"
 
 #ifndef TB_VERSION
@@ -1006,6 +1007,15 @@ static int early_option(int c, char **argv, const struct options *o)
 	return -1;
 }
 
+int cli_check_stdout(const char *who, const char *output)
+{
+	if (output || !safe_stdout_closed())
+		return 0;
+	/* The profile would go to /dev/null, which took fd 1's place. */
+	tb_error("%sstdout: closed (give -o FILE)", who);
+	return -1;
+}
+
 /*
  * -o's extension picks the format; a name without one is collapsed stacks,
  * but an extension we do not know is refused rather than silently getting
@@ -1060,6 +1070,8 @@ int cli_parse(int argc, char **argv, struct options *o)
 	if (o->mode == TB_MODE_EXC)
 		o->layout_flags |= LAYOUT_EXCEPTIONS;
 	if (!o->writer && o->output && writer_from_path(o))
+		return TB_EXIT_USAGE;
+	if (o->command == CMD_RECORD && cli_check_stdout("", o->output))
 		return TB_EXIT_USAGE;
 	if (!o->writer)
 		o->writer = writer_default();

@@ -89,6 +89,11 @@ const char *cli_rate_text(const struct options *o, char *buf, size_t len);
 int cli_has_pid(const struct options *o, pid_t pid);
 /* "cpu", "wall", "gil". */
 const char *cli_mode_name(int mode);
+/*
+ * Output to stdout (output NULL) when stdout was closed at start: one line,
+ * "<who>stdout: closed (give -o FILE)", and -1; else 0.
+ */
+int cli_check_stdout(const char *who, const char *output);
 /* The kernel's ceiling for -F (kernel.perf_event_max_sample_rate). */
 uint64_t cli_max_sample_rate(void);
 

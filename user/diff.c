@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cli.h"
 #include "diff.h"
 #include "util.h"
 #include "errors.h"
@@ -457,7 +458,7 @@ static int diff_parse(int argc, char **argv, struct diff_opts *o)
 		if (w && pick_format(w->name, o, what))
 			return TB_EXIT_USAGE;
 	}
-	return -1;
+	return cli_check_stdout("diff: ", o->output) ? TB_EXIT_USAGE : -1;
 }
 
 /* ---- the outputs ---- */

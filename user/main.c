@@ -423,6 +423,7 @@ int main(int argc, char **argv)
 	FILE *out = NULL, *statsf = NULL;
 	int ret;
 
+	safe_std_fds();
 	/* Two files in, a file out: no target, no privileges, its own options. */
 	if (argc > 1 && !strcmp(argv[1], "diff"))
 		return diff_main(argc - 1, argv + 1);

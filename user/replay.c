@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "cli.h"
 #include "errors.h"
 #include "output/output.h"
 #include "output/tby.h"
@@ -121,7 +122,9 @@ static int replay_parse(int argc, char **argv, struct replay_opts *o)
 		return TB_EXIT_USAGE;
 	}
 	o->input = argv[optind];
-	return pick_writers(o, forced) ? TB_EXIT_USAGE : -1;
+	if (pick_writers(o, forced) || cli_check_stdout("replay: ", o->out[0]))
+		return TB_EXIT_USAGE;
+	return -1;
 }
 
 int replay_slurp(const char *path, uint8_t **data, size_t *len)

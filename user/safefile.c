@@ -115,3 +115,25 @@ int safe_replace(FILE *f, const char *tmp, const char *path)
 		unlink(tmp);
 	return err;
 }
+
+static int stdout_closed;
+
+void safe_std_fds(void)
+{
+	int fd;
+
+	for (fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		/* The lowest free number: this one (no /dev/null: nothing to do). */
+		if (open("/dev/null", O_RDWR) < 0)
+			return;
+		if (fd == STDOUT_FILENO)
+			stdout_closed = 1;
+	}
+}
+
+int safe_stdout_closed(void)
+{
+	return stdout_closed;
+}

@@ -25,5 +25,12 @@ int safe_truncate(FILE *f);
 FILE *safe_sibling(const char *path, char *tmp, size_t tmplen);
 /* Close f (written under tmp) and rename it to path; 0 or a negative errno. */
 int safe_replace(FILE *f, const char *tmp, const char *path);
+/*
+ * At start: each of fds 0-2 that is closed opened on /dev/null, so that no
+ * file opened later takes its number (an -o file written to as stderr).
+ */
+void safe_std_fds(void);
+/* 1 if stdout was closed when safe_std_fds() ran. */
+int safe_stdout_closed(void);
 
 #endif

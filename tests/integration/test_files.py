@@ -42,8 +42,8 @@ def _intact(path, before, what):
           "%s: the file was modified (now %d bytes: %r)" % (what, len(data), data[:80]))
 
 
-def _refused(res, what, words=()):
-    check(res.rc == 1, "%s: expected exit 1, got %s %s" % (what, res.rc, res.where()))
+def _refused(res, what, words=(), rc=1):
+    check(res.rc == rc, "%s: expected exit %d, got %s %s" % (what, rc, res.rc, res.where()))
     lines = res.err_lines()
     check(len(lines) == 1 and lines[0].startswith("tachyon-bpf: "),
           "%s: want one 'tachyon-bpf: ...' line on stderr, got %r" % (what, lines))
@@ -193,3 +193,32 @@ def test_stats_other_users_file_in_sticky_dir():
     before = _victim(path, uid=OTHER, mode=0o666)
     run_profiler(w.pid, ["-F", 99, "-d", 1, "--stats", path], timeout=30)
     _intact(path, before, "root's --stats over uid %d's file" % OTHER)
+
+
+def _closed(fds):
+    """A prefix that runs the profiler with these of fds 0-2 closed."""
+    return ["sh", "-c", 'exec "$@" ' + " ".join("%d>&-" % fd for fd in fds), "sh"]
+
+
+@timeout(60)
+def test_closed_std_fds():
+    """fd 2 closed: the next file opened took its number, so the closing line
+    (or an error) was written into the -o file. fd 1 closed with the profile
+    on stdout: refused up front, not 'writing the profile: Invalid argument'
+    after the run."""
+    w = _target()
+    d = tempfile.mkdtemp(prefix="files-", dir=artifacts())
+    path = os.path.join(d, "f.folded")
+    res = run_profiler(w.pid, ["-F", 99, "-d", 1, "-o", path], timeout=30, prefix=_closed([2]))
+    check(res.rc == 0, "2>&-: exit %s %s" % (res.rc, res.where()))
+    data = open(path, "rb").read()
+    check(b"spin_inner" in data and b"tachyon-bpf" not in data,
+          "2>&-: the -o file holds more than the profile: %r" % data[-300:])
+    path = os.path.join(d, "c.folded")
+    res = run_profiler(unused_pid(), ["-d", 1, "-o", path], timeout=30, prefix=_closed([0, 2]))
+    check(res.rc == 1, "2>&- with a missing pid: exit %s, want 1" % res.rc)
+    check(not os.path.exists(path) or b"tachyon-bpf" not in open(path, "rb").read(),
+          "2>&-: the error message went into the -o file")
+    res = run_profiler(w.pid, ["-d", 3], timeout=30, prefix=_closed([1]))
+    _refused(res, ">&-", ["stdout: closed", "-o FILE"], rc=2)
+    check(res.elapsed < 2.5, ">&-: refused only after the run (%.1f s)" % res.elapsed)
