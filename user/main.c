@@ -424,6 +424,8 @@ int main(int argc, char **argv)
 	int ret;
 
 	safe_std_fds();
+	/* However the run ends: no empty file left where there was none. */
+	atexit(safe_remove_unwritten);
 	/* Two files in, a file out: no target, no privileges, its own options. */
 	if (argc > 1 && !strcmp(argv[1], "diff"))
 		return diff_main(argc - 1, argv + 1);

@@ -15,14 +15,82 @@ static int is_null_device(const struct stat *st)
 	return S_ISCHR(st->st_mode) && major(st->st_rdev) == 1 && minor(st->st_rdev) == 3;
 }
 
+/*
+ * Files safe_open created, until written: a run that ends without writing
+ * one (no such process, no samples, a later -o refused) removes it, so it
+ * leaves no empty file where there was none. A file that existed is never
+ * listed: it keeps what it held.
+ */
+#define MAX_CREATED 32
+static struct created {
+	char *path;
+	dev_t dev;
+	ino_t ino;
+	int written;
+} created[MAX_CREATED];
+static int ncreated;
+
+static void note_created(const char *path, int fd)
+{
+	struct stat st;
+	char *copy;
+
+	if (ncreated == MAX_CREATED || fstat(fd, &st) || !(copy = strdup(path)))
+		return;	/* then kept, empty, as before */
+	created[ncreated++] = (struct created){ copy, st.st_dev, st.st_ino, 0 };
+}
+
+/* The list's entry for this file, or NULL. */
+static struct created *find_created(dev_t dev, ino_t ino)
+{
+	int i;
+
+	for (i = 0; i < ncreated; i++)
+		if (created[i].dev == dev && created[i].ino == ino)
+			return &created[i];
+	return NULL;
+}
+
+void safe_remove_unwritten(void)
+{
+	struct stat st;
+	int i;
+
+	for (i = 0; i < ncreated; i++) {
+		/* Only the file we made: not one put under its name since. */
+		if (!created[i].written && !lstat(created[i].path, &st) &&
+		    st.st_dev == created[i].dev && st.st_ino == created[i].ino)
+			unlink(created[i].path);
+		free(created[i].path);
+	}
+	ncreated = 0;
+}
+
+/* Created (and listed) if path did not exist, else opened as it is. */
+static int open_or_create(const char *path)
+{
+	/* O_NONBLOCK: opening a FIFO that has no reader fails (ENXIO) instead of hanging. */
+	int flags = O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+	int fd = open(path, flags | O_CREAT | O_EXCL, 0644);
+
+	if (fd >= 0) {
+		note_created(path, fd);
+		return fd;
+	}
+	if (errno != EEXIST)
+		return -1;
+	fd = open(path, flags);
+	/* Gone in between: make it after all. */
+	return fd < 0 && errno == ENOENT ? open_or_create(path) : fd;
+}
+
 FILE *safe_open(const char *path, char *why, size_t whylen)
 {
 	struct stat st;
 	FILE *f;
 	int fd, e;
 
-	/* O_NONBLOCK: opening a FIFO that has no reader fails (ENXIO) instead of hanging. */
-	fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+	fd = open_or_create(path);
 	if (fd < 0) {
 		e = errno;
 		snprintf(why, whylen, "%s", e == ELOOP ? "is a symbolic link" :
@@ -65,10 +133,14 @@ open:
 
 int safe_truncate(FILE *f)
 {
+	struct created *c;
 	struct stat st;
 
 	if (fflush(f) || fstat(fileno(f), &st))
 		return -errno;
+	c = find_created(st.st_dev, st.st_ino);
+	if (c)	/* being written: kept */
+		c->written = 1;
 	if (is_null_device(&st))
 		return 0;
 	if (ftruncate(fileno(f), 0) || fseek(f, 0, SEEK_SET))

@@ -17,6 +17,11 @@ FILE *safe_open(const char *path, char *why, size_t whylen);
 /* Drop what the file held before: call right before writing. 0 or a negative errno (errno set too). */
 int safe_truncate(FILE *f);
 /*
+ * Remove each file safe_open created that was never truncated for writing
+ * (a run that wrote no profile): at exit. Files that existed are kept.
+ */
+void safe_remove_unwritten(void);
+/*
  * Replacing a file whole (a streamed recording's final form): a new file
  * beside path, written, then renamed over it, so a kill at any moment leaves
  * either the old content or the new, never a file cut in between. NULL with

@@ -222,3 +222,37 @@ def test_closed_std_fds():
     res = run_profiler(w.pid, ["-d", 3], timeout=30, prefix=_closed([1]))
     _refused(res, ">&-", ["stdout: closed", "-o FILE"], rc=2)
     check(res.elapsed < 2.5, ">&-: refused only after the run (%.1f s)" % res.elapsed)
+
+
+def _idle_target():
+    script = os.path.join(artifacts(), "idle_files.py")
+    with open(script, "w") as f:
+        f.write("import os, time\nprint('READY {\"pid\": %d}' % os.getpid(), flush=True)\n"
+                "time.sleep(60)\n")
+    return start_workload(primary_python(), None, script_path=script)
+
+
+@timeout(60)
+def test_no_profile_leaves_no_new_file():
+    """A run that writes no profile (no such process, no samples, a later -o
+    refused) left a 0-byte file behind for each -o it had opened: a file
+    that was not there before the run is removed; one that was is kept."""
+    d = tempfile.mkdtemp(prefix="files-", dir=artifacts())
+    new = lambda name: os.path.join(d, name)
+    res = run_profiler(unused_pid(), ["-d", 1, "-o", new("c.svg"), "--stats", new("c.json")],
+                       timeout=30)
+    check(res.rc == 1, "missing pid: exit %s %s" % (res.rc, res.where()))
+    w = _target()
+    res = run_profiler(w.pid, ["-d", 1, "-o", new("b.svg"), "-o", "/nonexistent/c.svg"],
+                       timeout=30)
+    _refused(res, "-o b.svg -o /nonexistent/c.svg", ["/nonexistent/c.svg"])
+    idle = _idle_target()
+    res = run_profiler(idle.pid, ["-d", 1, "-o", new("f.svg"), "-o", new("f.tby")], timeout=30)
+    _refused(res, "idle target", ["no samples"])
+    res = run_profiler(None, ["replay", new("none.tby"), "-o", new("r.svg")], timeout=30)
+    check(res.rc == 1, "replay of a missing file: exit %s %s" % (res.rc, res.where()))
+    left = sorted(os.listdir(d))
+    check(not left, "files left behind by runs that wrote no profile: %s" % left)
+    before = _victim(new("kept.svg"))
+    run_profiler(idle.pid, ["-d", 1, "-o", new("kept.svg")], timeout=30)
+    _intact(new("kept.svg"), before, "idle target over an existing file")
