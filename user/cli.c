@@ -1007,6 +1007,39 @@ static int early_option(int c, char **argv, const struct options *o)
 	return -1;
 }
 
+int cli_check_distinct(const char *who, const char *const *what, const char *const *path, int n)
+{
+	int i, j;
+
+	for (i = 0; i < n; i++)
+		for (j = i + 1; j < n; j++) {
+			if (!path[i] || !path[j] || !safe_same_file(path[i], path[j]))
+				continue;
+			/* The last one written would hold only itself. */
+			tb_error("%s%s %s and %s %s: the same file (give each output its own file)",
+				 who, what[i], path[i], what[j], path[j]);
+			return -1;
+		}
+	return 0;
+}
+
+/* Every file the run writes: -o (each), --stats. */
+static int check_outputs_distinct(const struct options *o)
+{
+	const char *what[CLI_MAX_OUTPUTS + 2], *path[CLI_MAX_OUTPUTS + 2];
+	int i, n = 0;
+
+	what[n] = "-o";
+	path[n++] = o->output;
+	for (i = 0; i < o->nmore; i++) {
+		what[n] = "-o";
+		path[n++] = o->more_output[i];
+	}
+	what[n] = "--stats";
+	path[n++] = o->stats_path;
+	return cli_check_distinct("", what, path, n);
+}
+
 int cli_check_stdout(const char *who, const char *output)
 {
 	if (output || !safe_stdout_closed())
@@ -1063,7 +1096,8 @@ int cli_parse(int argc, char **argv, struct options *o)
 		if (parse_one(c, optarg, o))
 			return TB_EXIT_USAGE;
 	}
-	if (check_rest(argc, argv, o) || check_combination(o, seen))
+	if (check_rest(argc, argv, o) || check_combination(o, seen) ||
+	    check_outputs_distinct(o))
 		return TB_EXIT_USAGE;
 	/* Targets whose exceptions cannot be found are refused, not profiled
 	 * with every sample dropped. */

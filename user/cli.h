@@ -90,6 +90,12 @@ int cli_has_pid(const struct options *o, pid_t pid);
 /* "cpu", "wall", "gil". */
 const char *cli_mode_name(int mode);
 /*
+ * No two of the n output paths (what[i]: the option, "-o") name one file:
+ * else one line, "<who>-o A and --stats B: the same file (...)", and -1.
+ * NULL paths (stdout, not given) are skipped.
+ */
+int cli_check_distinct(const char *who, const char *const *what, const char *const *path, int n);
+/*
  * Output to stdout (output NULL) when stdout was closed at start: one line,
  * "<who>stdout: closed (give -o FILE)", and -1; else 0.
  */

@@ -87,6 +87,17 @@ static int pick_writers(struct replay_opts *o, const struct writer *forced)
 	return 0;
 }
 
+/* Two -o naming one file would leave only the last format in it. */
+static int check_distinct(const struct replay_opts *o)
+{
+	const char *what[MAX_OUT];
+	int i;
+
+	for (i = 0; i < o->nout; i++)
+		what[i] = "-o";
+	return cli_check_distinct("replay: ", what, o->out, o->nout);
+}
+
 /* Returns -1 to go on, else an exit code. */
 static int replay_parse(int argc, char **argv, struct replay_opts *o)
 {
@@ -122,7 +133,8 @@ static int replay_parse(int argc, char **argv, struct replay_opts *o)
 		return TB_EXIT_USAGE;
 	}
 	o->input = argv[optind];
-	if (pick_writers(o, forced) || cli_check_stdout("replay: ", o->out[0]))
+	if (pick_writers(o, forced) || cli_check_stdout("replay: ", o->out[0]) ||
+	    check_distinct(o))
 		return TB_EXIT_USAGE;
 	return -1;
 }

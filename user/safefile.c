@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,4 +209,29 @@ void safe_std_fds(void)
 int safe_stdout_closed(void)
 {
 	return stdout_closed;
+}
+
+/* path with its directory resolved (links, "..", "./"); path itself if that fails. */
+static const char *resolved(const char *path, char *buf, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX], real[PATH_MAX];
+
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) + 1 : 1,
+		 slash ? path : ".");
+	if (!realpath(dir, real) ||
+	    (size_t)snprintf(buf, len, "%s/%s", real, slash ? slash + 1 : path) >= len)
+		return path;
+	return buf;
+}
+
+int safe_same_file(const char *a, const char *b)
+{
+	char ra[PATH_MAX + 256], rb[PATH_MAX + 256];
+	struct stat sa, sb;
+
+	if (!stat(a, &sa) && !stat(b, &sb))	/* both there: one inode? */
+		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino &&
+		       !is_null_device(&sa);
+	return !strcmp(resolved(a, ra, sizeof(ra)), resolved(b, rb, sizeof(rb)));
 }

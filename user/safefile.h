@@ -30,6 +30,9 @@ void safe_remove_unwritten(void);
 FILE *safe_sibling(const char *path, char *tmp, size_t tmplen);
 /* Close f (written under tmp) and rename it to path; 0 or a negative errno. */
 int safe_replace(FILE *f, const char *tmp, const char *path);
+/* 1 if a and b name one file (an existing one, or the same new path);
+ * /dev/null is never the same as anything. */
+int safe_same_file(const char *a, const char *b);
 /*
  * At start: each of fds 0-2 that is closed opened on /dev/null, so that no
  * file opened later takes its number (an -o file written to as stderr).

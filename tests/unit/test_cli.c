@@ -320,6 +320,34 @@ static void test_output_extensions(void **state)
 	assert_one_line("(see tachyon-bpf top --help)");
 }
 
+/* Two outputs naming one file: the last written would hold only itself. */
+static void test_same_output_file(void **state)
+{
+	char dir[] = "/tmp/tb-cli-XXXXXX", file[64], other[64];
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(PARSE("-p", "5", "-o", "same.folded", "--stats", "same.folded"), 2);
+	assert_one_line("-o same.folded and --stats same.folded: the same file");
+	assert_int_equal(PARSE("-p", "5", "-o", "a.svg", "-o", "./a.svg"), 2);
+	assert_one_line("the same file");
+	assert_int_equal(PARSE("-p", "5", "-o", "a.svg", "-o", "a.tby", "--stats", "a.json"), -1);
+	assert_int_equal(PARSE("-p", "5", "-o", "/dev/null", "--stats", "/dev/null"), -1);
+	/* an existing file by two names: a hard link */
+	assert_non_null(mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/p.folded", dir);
+	snprintf(other, sizeof(other), "%s/q.folded", dir);
+	f = fopen(file, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(link(file, other), 0);
+	assert_int_equal(PARSE("-p", "5", "-o", file, "--stats", other), 2);
+	assert_one_line("the same file");
+	unlink(other);
+	unlink(file);
+	rmdir(dir);
+}
+
 /* The help of a command, captured from stdout. */
 static void help_of(const char *cmd, char *out, size_t len)
 {
@@ -377,6 +405,7 @@ int main(void)
 		cmocka_unit_test(test_command_help),
 		cmocka_unit_test(test_pyspy_spellings),
 		cmocka_unit_test(test_output_extensions),
+		cmocka_unit_test(test_same_output_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
