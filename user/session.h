@@ -60,6 +60,8 @@ struct session_stats {
 	uint64_t proc_events;
 	uint64_t processes;		/* targets profiled, all incarnations */
 	double seconds;
+	double target_cpu;		/* CPU seconds the targets used while sampled */
+	int stopped_in_setup;		/* a signal came before sampling began */
 	double start_unix;		/* wall clock at the start */
 	int ncpus;			/* online CPUs sampled */
 	int cfi_on;			/* --native's unwind tables were in use: */

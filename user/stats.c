@@ -119,6 +119,29 @@ void stats_line(const struct session_view *s, uint64_t written, const char *wrot
 		plural(st->processes, "process", "processes"), losses, where);
 }
 
+/*
+ * cpu mode, no sample: an idle target, or one that ran but that the event
+ * never hit (a period longer than its CPU time, page faults it never
+ * takes): the targets' CPU time, measured apart from the samples, tells.
+ */
+static void explain_no_cpu_samples(const struct session_view *s)
+{
+	const struct options *o = s->opt;
+	const char *many = s->st.processes > 1 ? "s" : "";
+	char rate[96];
+
+	cli_rate_text(o, rate, sizeof(rate));
+	if (s->st.target_cpu <= 0)
+		tb_error("no samples: the target%s used no CPU in %.1f s: idle or waiting (to see where it waits, use -m wall)",
+			 many, s->st.seconds);
+	else if (event_is_clock(o->event) || o->event->tick)
+		tb_error("no samples: the target%s ran %.2f s of CPU in %.1f s, less than the sampling period (%s, %s) (sample more often: a smaller -c or a larger -F)",
+			 many, s->st.target_cpu, s->st.seconds, o->event->name, rate);
+	else
+		tb_error("no samples: the target%s ran %.2f s of CPU in %.1f s but the event (%s, %s) never fired for it (choose another event, or a smaller -c)",
+			 many, s->st.target_cpu, s->st.seconds, o->event->name, rate);
+}
+
 /* Why a run gave nothing, and what to do: one line. */
 void stats_explain_empty(const struct session_view *s)
 {
@@ -144,9 +167,10 @@ void stats_explain_empty(const struct session_view *s)
 	else if (s->stop == STOP_TARGETS_EXITED)
 		tb_error("no samples: the target%s exited before the first sample (profile it while it runs)",
 			 s->st.processes > 1 ? "s" : "");
+	else if (s->stop == STOP_SIGNAL && s->st.stopped_in_setup)
+		tb_error("no samples: the run was stopped by a signal before sampling began (stop it once it has run a while, or give -d SECONDS)");
 	else if (o->mode == TB_MODE_CPU)
-		tb_error("no samples: the target%s used no CPU in %.1f s: idle or waiting (to see where it waits, use -m wall)",
-			 s->st.processes > 1 ? "s" : "", s->st.seconds);
+		explain_no_cpu_samples(s);
 	else if (o->mode == TB_MODE_GIL)
 		tb_error("no samples: no profiled thread held the GIL on a CPU in %.1f s (to see where threads wait, use -m wall)",
 			 s->st.seconds);

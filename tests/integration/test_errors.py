@@ -289,3 +289,35 @@ def test_error_idle_target():
           "idle target: want one line pointing to -m wall, got %r" % lines)
     check(not os.path.exists(out), "idle target: %s was left behind (%d bytes)"
           % (out, os.path.getsize(out) if os.path.exists(out) else 0))
+
+
+@timeout(60)
+def test_error_busy_target_event_never_fires():
+    """A busy target that the event never hit (a period longer than the run,
+    page faults it does not take) was blamed as idle: 'used no CPU ... use
+    -m wall'. The line says it ran, and what to change."""
+    w = _target()
+    for args, words in ((["-c", 4294967297], ["sampling period", "-c 4294967297"]),
+                        (["-e", "page-faults", "-c", 1, "--unsafe-rate"],
+                         ["page-faults", "never fired", "another event"])):
+        _expect_error(w.pid, ["-d", 2] + args, 1, must=[r"ran \d+\.\d+ s of CPU"] + words,
+                             must_not=["used no CPU", "-m wall"], what=" ".join(map(str, args)))
+
+
+@timeout(60)
+def test_error_stopped_during_setup():
+    """SIGINT while BPF is being loaded: 'used no CPU in 0.0 s' blamed the
+    target; the line says the run was stopped before sampling began."""
+    import signal
+    import time
+    from common import start_profiler
+    w = _target()
+    prof = start_profiler(w.pid, ["-d", 10])
+    time.sleep(0.1)
+    prof.signal(signal.SIGINT)
+    res = prof.finish(20)
+    lines = res.err_lines()
+    check(res.rc == 1 and len(lines) == 1 and "before sampling began" in lines[0]
+          and "no CPU" not in lines[0] and LINE_RE.match(lines[0]),
+          "SIGINT during set-up: want exit 1 and one line saying the run was stopped before "
+          "sampling began %s" % res.where())
