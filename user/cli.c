@@ -952,6 +952,10 @@ static int check_combination(struct options *o, const char *seen)
 		tb_error("--keep-running: only with -- COMMAND (it keeps the command running after the run)");
 		return -1;
 	}
+	if (o->subprocesses && o->all_python) {
+		tb_error("-s and --all-python: give one of them (--all-python already profiles every Python process, children included)");
+		return -1;
+	}
 	if (o->period && o->freq_given) {
 		tb_error("-c and -F: give one of them (a period in events, or a frequency)");
 		return -1;

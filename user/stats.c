@@ -155,9 +155,13 @@ void stats_explain_empty(const struct session_view *s)
 	else if (o->cmd && !s->st.processes)
 		tb_error("%s: not a Python process, or it exited before its interpreter started: nothing profiled (run a CPython %s program, e.g. -- python3 app.py)",
 			 o->cmd[0], layout_supported());
-	else if (!s->st.processes)
+	else if (!s->st.processes && o->all_python)
 		tb_error("--all-python: no CPython %s process ran in %.1f s: nothing profiled (run tachyon-bpf while the program runs)",
 			 layout_supported(), s->st.seconds);
+	else if (!s->st.processes)	/* -p PID -s, PID not Python */
+		tb_error("-p %d%s -s: neither the process%s nor %s children ran CPython %s in %.1f s: nothing profiled (give the pid of a process that starts Python, or run it longer)",
+			 o->pids[0], o->npids > 1 ? ",..." : "", o->npids > 1 ? "es" : "",
+			 o->npids > 1 ? "their" : "its", layout_supported(), s->st.seconds);
 	else if (o->mode == TB_MODE_EXC && s->st.bpf[TB_C_FILTERED])
 		tb_error("no samples: of %" PRIu64 " taken in %.1f s, none had an exception in flight (raised, propagating or handled) (profile it while it handles one, or use -m cpu)",
 			 sum.collected, s->st.seconds);

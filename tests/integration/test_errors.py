@@ -321,3 +321,15 @@ def test_error_stopped_during_setup():
           and "no CPU" not in lines[0] and LINE_RE.match(lines[0]),
           "SIGINT during set-up: want exit 1 and one line saying the run was stopped before "
           "sampling began %s" % res.where())
+
+
+@timeout(30)
+def test_error_subprocesses_no_python():
+    """-s -p SHELL whose children never ran Python ended with '--all-python:
+    no CPython process ran', an option not given: the line names -p PID -s."""
+    p = spawn(["sleep", "60"], stdin=subprocess.DEVNULL)
+    res = run_profiler(p.pid, ["-s", "-d", 1], timeout=20)
+    last = res.err_lines()[-1] if res.err_lines() else ""
+    check(res.rc == 1 and ("-p %d -s" % p.pid) in last and "--all-python" not in last
+          and "children" in last and LINE_RE.match(last),
+          "-s -p (not Python): want exit 1 and a last line naming -p PID -s %s" % res.where())

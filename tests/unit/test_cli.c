@@ -125,6 +125,8 @@ static void test_bad_other(void **state)
 	assert_one_line("-Z: unknown option");
 	assert_int_equal(PARSE("-p"), 2);
 	assert_one_line("needs a value");
+	assert_int_equal(PARSE("-s", "--all-python"), 2);
+	assert_one_line("-s and --all-python: give one of them");
 	assert_int_equal(PARSE("-p", "1", "stray"), 2);
 	assert_one_line("stray: unexpected argument");
 	assert_int_equal(PARSE("-p", "1", "-o", ""), 2);
