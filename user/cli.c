@@ -1060,12 +1060,10 @@ int cli_check_stdout(const char *who, const char *output)
  */
 static int writer_from_path(struct options *o)
 {
-	const char *base = strrchr(o->output, '/'), *dot;
+	const char *dot = writer_unknown_ext(o->output);
 
-	base = base ? base + 1 : o->output;
-	dot = strrchr(base, '.');
 	o->writer = writer_for_path(o->output);
-	if (o->writer || !dot || dot == base)
+	if (!dot)
 		return 0;
 	tb_error("-o %s: %s is not the extension of an output format (end the name with %s)",
 		 o->output, dot, writer_extensions());

@@ -77,9 +77,9 @@ static int pick_writers(struct replay_opts *o, const struct writer *forced)
 
 		if (!w && o->out[i])
 			w = writer_for_path(o->out[i]);
-		if (!w && o->out[i] && strchr(base_name(o->out[i]), '.')) {
-			tb_error("replay: -o %s: not the extension of an output format (end the name with %s)",
-				 o->out[i], writer_extensions());
+		if (!w && o->out[i] && writer_unknown_ext(o->out[i])) {
+			tb_error("replay: -o %s: %s is not the extension of an output format (end the name with %s)",
+				 o->out[i], writer_unknown_ext(o->out[i]), writer_extensions());
 			return -EINVAL;
 		}
 		o->writer[i] = w ? w : writer_default();
