@@ -333,3 +333,12 @@ def test_error_subprocesses_no_python():
     check(res.rc == 1 and ("-p %d -s" % p.pid) in last and "--all-python" not in last
           and "children" in last and LINE_RE.match(last),
           "-s -p (not Python): want exit 1 and a last line naming -p PID -s %s" % res.where())
+
+
+@timeout(30)
+def test_error_btf_not_btf():
+    """--btf FILE that is no BTF reached the BPF loader: 'BPF: cannot load the
+    BPF program: Unknown error 4001'. Checked first, one line naming it."""
+    _expect_error(_target().pid, ["--btf", "/etc/passwd", "-d", 1], 1,
+                  must=["--btf /etc/passwd", "not a BTF file"], must_not=["4001", "BPF:"],
+                  max_elapsed=2.5, what="--btf /etc/passwd")
