@@ -66,6 +66,7 @@ struct session {
 	pid_t event_pids[CLI_MAX_PIDS];	/* per-task events: the processes named */
 	int nevent_pids;
 	int child_execd;		/* its exec happened (the command could be run) */
+	int command_ended;		/* it exited before the run ended it */
 	int epfd, sigfd;
 	uint64_t start_ns;		/* the run's start (CLOCK_MONOTONIC); 0 before */
 	int status_pending;		/* a target's GIL address is still unknown */
@@ -460,6 +461,7 @@ static void child_exited(struct session *s)
 		return;
 	epoll_ctl(s->epfd, EPOLL_CTL_DEL, child_pidfd(s->child), NULL);
 	tb_debug("command exited with status %d", child_status(s->child));
+	s->command_ended = 1;
 	s->stop = STOP_TARGETS_EXITED;
 	sampler_consume(&s->sampler);	/* its exec event, if it was quick */
 	if (!s->child_execd)
@@ -728,6 +730,8 @@ void session_snapshot(const struct session *s, struct session_view *v)
 		.per_task = s->sampler.per_task, .task_events = s->sampler.task_events,
 		.walker = sampler_walker(&s->sampler),
 		.refused_command = targets_refused_command(s->ts),
+		.command_ended = s->command_ended,
+		.command_status = s->child ? child_status(s->child) : 0,
 	};
 	v->st.in = *ingest_counts(s->in);
 	view_live(s, v);

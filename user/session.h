@@ -92,6 +92,8 @@ struct session_view {
 	char live_name[64];
 	char live_version[32];
 	const char *refused_command;	/* why the -- command's Python was refused, or NULL */
+	int command_ended;		/* -- CMD exited on its own (not ended by us): */
+	int command_status;		/* ... its wait status */
 };
 
 /*

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include "errors.h"
 #include "layout.h"
 #include "output/output.h"
@@ -91,12 +92,29 @@ static void native_losses(const struct session_view *s, char *buf, size_t len)
 				   : "marked [native unmatched]; -v says more");
 }
 
+/*
+ * -- CMD that failed on its own: its status, which the profiler's own exit
+ * status does not carry (0 for a profile written).
+ */
+static void command_end(const struct session_view *s, char *buf, size_t len)
+{
+	int st = s->command_status;
+
+	if (!s->command_ended)
+		return;
+	if (WIFEXITED(st) && WEXITSTATUS(st))
+		snprintf(buf, len, "; the command exited with status %d", WEXITSTATUS(st));
+	else if (WIFSIGNALED(st))
+		snprintf(buf, len, "; the command was killed by signal %d (%s)", WTERMSIG(st),
+			 strsignal(WTERMSIG(st)));
+}
+
 void stats_line(const struct session_view *s, uint64_t written, const char *wrote)
 {
 	const struct session_stats *st = &s->st;
 	const struct writer *w = s->opt->writer;
 	struct stats_summary sum;
-	char rate[64], losses[320] = "", where[PATH_MAX + 96] = "";
+	char rate[64], losses[320] = "", where[PATH_MAX + 96] = "", cmd[96] = "";
 
 	stats_summarize(s, written, &sum);
 	if (sum.lost)
@@ -113,10 +131,11 @@ void stats_line(const struct session_view *s, uint64_t written, const char *wrot
 		snprintf(where, sizeof(where), "; wrote %s (%s)", wrote, w->hint);
 	else if (wrote)
 		snprintf(where, sizeof(where), "; wrote %s", wrote);
-	tb_info("%" PRIu64 " samples in %.1f s (%s mode, %s, %s), %" PRIu64 " %s%s%s",
+	command_end(s, cmd, sizeof(cmd));
+	tb_info("%" PRIu64 " samples in %.1f s (%s mode, %s, %s), %" PRIu64 " %s%s%s%s",
 		written, st->seconds, cli_mode_name(s->opt->mode), s->opt->event->name,
 		cli_rate_text(s->opt, rate, sizeof(rate)), st->processes,
-		plural(st->processes, "process", "processes"), losses, where);
+		plural(st->processes, "process", "processes"), losses, where, cmd);
 }
 
 /*
