@@ -10,6 +10,7 @@
 #include "layout.h"
 #include "safefile.h"
 #include "tachyon.h"
+#include "util.h"
 
 #ifndef TB_VERSION
 #define TB_VERSION "0.1.0"
@@ -354,7 +355,7 @@ static int parse_freq(const char *arg, struct options *o)
 
 	errno = 0;
 	v = strtoll(arg, &end, 10);
-	if (errno || end == arg || *end) {
+	if ((errno && errno != ERANGE) || end == arg || *end) {
 		tb_error("-F %s: not a number (give samples per second, e.g. -F 99)", arg);
 		return -1;
 	}
@@ -379,7 +380,9 @@ static int parse_duration(const char *arg, struct options *o)
 
 	errno = 0;
 	v = strtod(arg, &end);
-	if (errno || end == arg || *end || !(v > 0) || v > 1e9) {
+	/* Decimal, as every other number here: strtod alone takes 0x10 and 1e3. */
+	if (errno || end == arg || *end || arg[strspn(arg, "0123456789.")] || !(v > 0) ||
+	    v > 1e9) {
 		tb_error("-d %s: not a positive number of seconds (e.g. -d 30)", arg);
 		return -1;
 	}
@@ -456,21 +459,19 @@ static int parse_period(const char *arg, struct options *o)
  */
 static int cli_check_rate(const struct options *o)
 {
-	uint64_t hz;
-
 	if (o->unsafe_rate || !event_is_clock(o->event))
 		return 0;
-	hz = o->period ? 1000000000ull / o->period : o->freq;
-	if (hz <= TB_SAFE_CLOCK_HZ)
+	/* By the period itself: -c 49999 is 20000.4 Hz, which rounds down to safe. */
+	if (o->period ? o->period >= 1000000000ull / TB_SAFE_CLOCK_HZ : o->freq <= TB_SAFE_CLOCK_HZ)
 		return 0;
 	if (o->period)
-		tb_error("-c %llu: %s every %llu ns is %llu interrupts per second per CPU, above the safe %d (use -c %d or more, or --unsafe-rate)",
+		tb_error("-c %llu: %s every %llu ns is %.6g interrupts per second per CPU, above the safe %d (use -c %d or more, or --unsafe-rate)",
 			 (unsigned long long)o->period, o->event->name,
-			 (unsigned long long)o->period, (unsigned long long)hz, TB_SAFE_CLOCK_HZ,
+			 (unsigned long long)o->period, 1e9 / (double)o->period, TB_SAFE_CLOCK_HZ,
 			 1000000000 / TB_SAFE_CLOCK_HZ);
 	else
 		tb_error("-F %llu: above the safe timer rate of %d per CPU, where sampling interrupts can starve the machine (use -F %d or less, or --unsafe-rate)",
-			 (unsigned long long)hz, TB_SAFE_CLOCK_HZ, TB_SAFE_CLOCK_HZ);
+			 (unsigned long long)o->freq, TB_SAFE_CLOCK_HZ, TB_SAFE_CLOCK_HZ);
 	return -1;
 }
 
@@ -975,6 +976,10 @@ static int check_rest(int argc, char **argv, struct options *o)
 				 argv[optind]);
 		return -1;
 	}
+	if (optind < argc && !*argv[optind]) {
+		tb_error("-- '': empty command name (give the program to run, e.g. -- python3 app.py)");
+		return -1;
+	}
 	if (optind < argc)
 		o->cmd = argv + optind;
 	return 0;
@@ -1132,7 +1137,7 @@ const char *cli_rate_text(const struct options *o, char *buf, size_t len)
 			 o->rate_hz);
 	else
 		snprintf(buf, len, "%s: every %u%s tick of HZ %d, %.6g Hz", asked, o->tick_every,
-			 o->tick_every == 2 ? "nd" : o->tick_every == 3 ? "rd" : "th",
+			 ordinal_suffix(o->tick_every),
 			 o->kernel_hz, o->rate_hz);
 	return buf;
 }

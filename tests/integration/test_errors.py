@@ -89,6 +89,8 @@ def test_error_rate_unsafe():
     _expect_error(pid, ["-c", "20000", "-d", 1], 2,
                   must=[r"50000 interrupts per second", r"-c 50000 or more", r"--unsafe-rate"],
                   what="-c 20000")
+    # 20000.4 Hz, which an integer rate rounded down to the limit (README: below 50000 ns)
+    _expect_error(pid, ["-c", "49999", "-d", 1], 2, must=[r"-c 50000 or more"], what="-c 49999")
     _expect_error(pid, ["-e", "task-clock", "-c", "10000", "-d", 1], 2,
                   must=[r"task-clock every 10000 ns"], what="-e task-clock -c 10000")
     res = run_profiler(pid, ["-F", 20000, "-d", 1, "-o", "/dev/null"], timeout=20)

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 #include "cli.h"
 #include "tachyon.h"
+#include "util.h"
 
 static struct options o;
 static char err[4096];
@@ -92,6 +93,8 @@ static void test_bad_frequency(void **state)
 	assert_one_line("not a number");
 	assert_int_equal(PARSE("-p", "1", "-F", "99x"), 2);
 	assert_one_line("not a number");
+	assert_int_equal(PARSE("-p", "1", "-F", "99999999999999999999"), 2);
+	assert_one_line("perf_event_max_sample_rate");
 	snprintf(big, sizeof(big), "%llu", (unsigned long long)cli_max_sample_rate() + 1);
 	assert_int_equal(PARSE("-p", "1", "-F", big), 2);
 	assert_one_line("perf_event_max_sample_rate");
@@ -119,6 +122,14 @@ static void test_bad_other(void **state)
 	assert_one_line("-d 0");
 	assert_int_equal(PARSE("-p", "1", "-d", "soon"), 2);
 	assert_one_line("-d soon");
+	/* decimal only, as -F, -c and -p */
+	assert_int_equal(PARSE("-p", "1", "-d", "0x10"), 2);
+	assert_one_line("-d 0x10");
+	assert_int_equal(PARSE("-p", "1", "-d", "1e3"), 2);
+	assert_one_line("-d 1e3");
+	assert_int_equal(PARSE("-p", "1", "-d", ".5"), -1);
+	assert_int_equal(PARSE("--", ""), 2);
+	assert_one_line("-- '': empty command name");
 	assert_int_equal(PARSE("-p", "1", "--bogus"), 2);
 	assert_one_line("--bogus: unknown option");
 	assert_int_equal(PARSE("-p", "1", "-Z"), 2);
@@ -350,6 +361,23 @@ static void test_same_output_file(void **state)
 	rmdir(dir);
 }
 
+/* "every 251st tick" in the closing line. */
+static void test_ordinal_suffix(void **state)
+{
+	static const struct { unsigned long n; const char *s; } want[] = {
+		{ 1, "st" }, { 2, "nd" }, { 3, "rd" }, { 4, "th" }, { 11, "th" }, { 12, "th" },
+		{ 13, "th" }, { 21, "st" }, { 22, "nd" }, { 23, "rd" }, { 101, "st" },
+		{ 111, "th" }, { 112, "th" }, { 113, "th" }, { 251, "st" }, { 1000, "th" },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (strcmp(ordinal_suffix(want[i].n), want[i].s))
+			fail_msg("%lu%s, want %lu%s", want[i].n, ordinal_suffix(want[i].n),
+				 want[i].n, want[i].s);
+}
+
 /* The help of a command, captured from stdout. */
 static void help_of(const char *cmd, char *out, size_t len)
 {
@@ -408,6 +436,7 @@ int main(void)
 		cmocka_unit_test(test_pyspy_spellings),
 		cmocka_unit_test(test_output_extensions),
 		cmocka_unit_test(test_same_output_file),
+		cmocka_unit_test(test_ordinal_suffix),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
