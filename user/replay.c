@@ -195,28 +195,43 @@ static int load(const struct replay_opts *o, struct tby_file *f)
 		return TB_EXIT_RUNTIME;
 	}
 	if (f->partial)
-		tb_warn("replay: %s: cut short after %zu complete chunks (was the run killed?): replaying the %llu samples they hold",
-			o->input, f->chunks, (unsigned long long)f->r.total);
+		tb_warn("replay: %s: cut short after %zu complete chunk%s (was the run killed?): replaying the %llu samples %s",
+			o->input, f->chunks, f->chunks == 1 ? "" : "s",
+			(unsigned long long)f->r.total, f->chunks == 1 ? "it holds" : "they hold");
 	return -1;
 }
 
-static int write_one(const char *path, const struct writer *w, const struct resolved *r)
+/*
+ * Every -o opened (not truncated) before any is written, as a recording
+ * checks them: a bad last one leaves the first ones as they were.
+ */
+static int open_all(const struct replay_opts *o, FILE **out)
 {
 	char why[128];
-	FILE *out = stdout;
+	int i;
+
+	for (i = 0; i < o->nout; i++) {
+		out[i] = o->out[i] ? safe_open(o->out[i], why, sizeof(why)) : stdout;
+		if (out[i])
+			continue;
+		tb_error("replay: -o %s: %s (choose a writable path)", o->out[i], why);
+		while (i--)
+			if (out[i] != stdout)
+				fclose(out[i]);
+		return TB_EXIT_RUNTIME;
+	}
+	return -1;
+}
+
+static int write_one(FILE *out, const char *path, const struct writer *w,
+		     const struct resolved *r)
+{
 	int ret;
 
-	if (path) {
-		out = safe_open(path, why, sizeof(why));
-		if (!out) {
-			tb_error("replay: -o %s: %s (choose a writable path)", path, why);
-			return TB_EXIT_RUNTIME;
-		}
-		if (safe_truncate(out)) {
-			tb_error("replay: -o %s: %s (choose a writable path)", path, strerror(errno));
-			fclose(out);
-			return TB_EXIT_RUNTIME;
-		}
+	if (out != stdout && safe_truncate(out)) {
+		tb_error("replay: -o %s: %s (choose a writable path)", path, strerror(errno));
+		fclose(out);
+		return TB_EXIT_RUNTIME;
 	}
 	ret = w->write(out, r);
 	if (out != stdout && fclose(out) && !ret)
@@ -248,6 +263,7 @@ int replay_main(int argc, char **argv)
 {
 	struct replay_opts o;
 	struct tby_file f;
+	FILE *out[MAX_OUT];
 	int ret, i;
 
 	ret = replay_parse(argc, argv, &o);
@@ -257,8 +273,10 @@ int replay_main(int argc, char **argv)
 	if (ret >= 0)
 		return ret;
 	ret = check_formats(&o, &f);
+	if (ret < 0)
+		ret = open_all(&o, out);
 	for (i = 0; ret < 0 && i < o.nout; i++)
-		if (write_one(o.out[i], o.writer[i], &f.r))
+		if (write_one(out[i], o.out[i], o.writer[i], &f.r))
 			ret = TB_EXIT_RUNTIME;
 	if (ret < 0) {
 		ret = TB_EXIT_OK;
