@@ -509,6 +509,7 @@ enum tb_counter {
 	TB_C_USTACK_ERR,	/* --native: user stack not captured */
 	TB_C_SPILLED,		/* records the warm ring could not take (rings.bpf.h) */
 	TB_C_COUNT_NEW,		/* ... of TB_C_AGGREGATED, a key new to the `counts` map */
+	TB_C_TICK_EXTRA,	/* -e tick: periods written beyond one a sample (runtime-weighted) */
 	TB_NR_COUNTERS,
 };
 

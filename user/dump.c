@@ -67,7 +67,7 @@ int dump_threads(const struct target *t, struct dump_thread *out, int max)
 	const struct tb_walk *w = &t->layout.walk;
 	uint8_t ts[OBJ_BUF];
 	uint64_t interp = 0, tstate;
-	int i, j, n = 0;
+	int i, n = 0;
 
 	if (remote_read(t->pid, w->addr.runtime_addr + w->off.rt_interp_head, &interp,
 			sizeof(interp)))
@@ -75,12 +75,11 @@ int dump_threads(const struct target *t, struct dump_thread *out, int max)
 	for (i = 0; i < TB_MAX_INTERPS && interp; i++) {
 		if (remote_read(t->pid, interp + w->off.interp_threads_head, &tstate, sizeof(tstate)))
 			return -errno;
-		for (j = 0; j < TB_MAX_THREADS && tstate && n < max; j++) {
+		for (; tstate && n < max; n++) {
 			if (read_obj(t->pid, tstate, ts, w->off.ts_read))
 				return -errno;
 			out[n].tstate = tstate;
 			out[n].tid = ts_tid(t, ts);
-			n++;
 			tstate = tb_ts_next(w, ts);
 		}
 		if (remote_read(t->pid, interp + w->off.interp_next, &interp, sizeof(interp)))

@@ -16,7 +16,13 @@
 #include "tachyon.h"
 #include "target.h"
 
-#define DUMP_MAX_THREADS	(TB_MAX_THREADS * TB_MAX_INTERPS)
+/*
+ * Thread states read from a process's lists, all interpreters together:
+ * as many as the BPF side's tid -> thread state cache (`tstates`) holds.
+ * (The BPF side itself walks only the newest TB_MAX_THREADS of a list;
+ * ingest_target_threads() enters the others in that cache.)
+ */
+#define DUMP_MAX_THREADS	65536
 
 struct dump_thread {
 	uint64_t tstate;

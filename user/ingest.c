@@ -24,6 +24,7 @@
 #include "pythreads.h"
 
 #define NAMES_EVERY_S	0.2	/* threading's registry: at most this often per process */
+#define THREADS_EVERY_S	2.0	/* a process with more than TB_MAX_THREADS: its thread list again */
 #define NAMES_MAX	4096
 
 struct thread_key {
@@ -223,6 +224,59 @@ void ingest_seed_offcpu(struct ingest *in, struct target *t, uint64_t since)
 			continue;
 		}
 		in->cnt.offcpu_seeded++;
+	}
+}
+
+/*
+ * The BPF side finds the thread state of the thread a sample interrupts in
+ * its `tstates` cache, else by walking its interpreter's thread list from
+ * the newest, at most TB_MAX_THREADS of it: the walk runs in the sample's
+ * interrupt (a 600-thread process's oldest thread: 190 us a sample, all
+ * of it dropped). A thread past the newest TB_MAX_THREADS would never be
+ * found. So for a process with more threads every thread goes into the
+ * cache from here: when it becomes a target and every THREADS_EVERY_S
+ * after (a thread started since may sink past the newest before it first
+ * runs). BPF_NOEXIST: what the BPF side found and checked stays.
+ */
+static void seed_tstates(struct ingest *in, struct target *t, const struct dump_thread *th,
+			 int n)
+{
+	static struct proc_nstid ns[DUMP_MAX_THREADS];
+	int other_ns = t->layout.walk.addr.pidns_ino != 0, nns = 0, i;
+	uint32_t tid;
+
+	t->threads_next = n > TB_MAX_THREADS ? mono_now() + THREADS_EVERY_S : 0;
+	if (n <= TB_MAX_THREADS)
+		return;
+	if (other_ns)
+		nns = proc_ns_tids(t->pid, ns, DUMP_MAX_THREADS);
+	for (i = 0; i < n; i++) {
+		tid = other_ns ? proc_ns_tid_global(ns, nns, (uint32_t)th[i].tid) :
+				 (uint32_t)th[i].tid;
+		if (tid && !sampler_tstate_seed(in->sampler, tid, th[i].tstate))
+			in->cnt.tstates_seeded++;
+	}
+}
+
+void ingest_target_threads(struct ingest *in, struct target *t)
+{
+	static struct dump_thread th[DUMP_MAX_THREADS];
+	int n = dump_threads(t, th, DUMP_MAX_THREADS);
+
+	if (n > 0)
+		seed_tstates(in, t, th, n);
+}
+
+void ingest_recheck_threads(struct ingest *in)
+{
+	double now = mono_now();
+	uint32_t i;
+
+	for (i = 0; i < targets_count(in->ts); i++) {
+		struct target *t = targets_get(in->ts, i);
+
+		if (t && !t->exited && t->threads_next && now >= t->threads_next)
+			ingest_target_threads(in, t);
 	}
 }
 

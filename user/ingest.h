@@ -50,6 +50,13 @@ void ingest_compact(struct ingest *in);
 void ingest_name_threads(struct ingest *in, int force);
 /* Wall mode: t's threads blocked now count as away since `since`. */
 void ingest_seed_offcpu(struct ingest *in, struct target *t, uint64_t since);
+/*
+ * t became a target: with more threads than the BPF side searches, its
+ * thread states go into the BPF side's cache (seed_tstates()).
+ */
+void ingest_target_threads(struct ingest *in, struct target *t);
+/* The processes with more threads than the BPF side searches, when due. */
+void ingest_recheck_threads(struct ingest *in);
 /* Wall mode: threads still blocked at end_ns get their time too. */
 void ingest_credit_offcpu(struct ingest *in, uint64_t end_ns);
 /* --async-aware wall mode: read the waiting tasks of event loop threads

@@ -344,6 +344,66 @@ char proc_thread_state(pid_t pid, pid_t tid)
 	return ret ? '?' : st.state;
 }
 
+int proc_parse_nspid(const char *status, uint32_t *global, uint32_t *inner)
+{
+	const char *p = strstr(status, "\nNSpid:");
+	uint64_t v;
+	int n = 0;
+
+	if (!p)
+		return -EINVAL;
+	p += strlen("\nNSpid:");
+	for (;;) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (parse_dec(&p, &v) || !v || v > UINT32_MAX)
+			break;
+		if (!n++)
+			*global = (uint32_t)v;
+		*inner = (uint32_t)v;
+	}
+	return n ? 0 : -EINVAL;
+}
+
+static int by_inner(const void *a, const void *b)
+{
+	const struct proc_nstid *x = a, *y = b;
+
+	return (x->inner > y->inner) - (x->inner < y->inner);
+}
+
+int proc_ns_tids(pid_t pid, struct proc_nstid *out, int max)
+{
+	char path[64], buf[4096];
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while (n < max && (de = readdir(d))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/status", (int)pid, de->d_name);
+		if (read_small(path, buf, sizeof(buf)) > 0 &&
+		    !proc_parse_nspid(buf, &out[n].global, &out[n].inner))
+			n++;
+	}
+	closedir(d);
+	qsort(out, (size_t)n, sizeof(*out), by_inner);
+	return n;
+}
+
+uint32_t proc_ns_tid_global(const struct proc_nstid *map, int n, uint32_t inner)
+{
+	struct proc_nstid key = { .inner = inner }, *e;
+
+	e = bsearch(&key, map, (size_t)(n > 0 ? n : 0), sizeof(*map), by_inner);
+	return e ? e->global : 0;
+}
+
 static pid_t parent_of(pid_t pid)
 {
 	struct proc_stat st;

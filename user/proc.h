@@ -108,6 +108,23 @@ bool proc_gone(pid_t pid);
  * the thread is gone, '?' if unreadable. */
 char proc_thread_state(pid_t pid, pid_t tid);
 
+/* A thread's tid in the kernel's (our) pid namespace and in its own. */
+struct proc_nstid {
+	uint32_t global, inner;
+};
+
+/* The NSpid line of a status file (pure): its first field into *global,
+ * its last (the thread's own namespace) into *inner; 0, or -EINVAL. */
+int proc_parse_nspid(const char *status, uint32_t *global, uint32_t *inner);
+/*
+ * Every thread of pid as (global, inner) pairs, sorted by inner, at most
+ * max: how many, or -errno. A process in another pid namespace names its
+ * threads by inner tids (native_thread_id); the kernel's hooks by global.
+ */
+int proc_ns_tids(pid_t pid, struct proc_nstid *out, int max);
+/* The global tid of inner tid in proc_ns_tids()'s table; 0 if absent. */
+uint32_t proc_ns_tid_global(const struct proc_nstid *map, int n, uint32_t inner);
+
 /*
  * Call fn(ctx, pid) for every process descending from one of roots (not
  * the roots themselves), by each /proc entry's chain of parents. Returns

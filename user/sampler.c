@@ -174,6 +174,8 @@ static void choose_programs(struct sampler *s, const struct sampler_opts *o)
 	bpf_program__set_autoload(k->progs.on_tick, tick && !tc);
 	bpf_program__set_autoload(k->progs.on_tick_tc, tick && tc);
 	bpf_program__set_autoload(k->progs.on_tick_tc_more, tick && tc);
+	/* Task storage (5.11) where the tick's weighting runs: bpf_loop's walker. */
+	bpf_map__set_autocreate(k->maps.tick_rt, tick && !tc);
 	/* Reached by tail calls only. */
 	bpf_program__set_autoattach(k->progs.on_tick_tc_more, false);
 	bpf_program__set_autoattach(k->progs.on_switch_tc_more, false);
@@ -760,6 +762,12 @@ int sampler_offcpu_seed(struct sampler *s, uint32_t pid, uint32_t tid, uint64_t 
 	/* BPF_NOEXIST: a switch-out the BPF side saw meanwhile knows better. */
 	return bpf_map__update_elem(s->skel->maps.offcpu, &tid, sizeof(tid), &v, sizeof(v),
 				    BPF_NOEXIST);
+}
+
+int sampler_tstate_seed(struct sampler *s, uint32_t tid, uint64_t tstate)
+{
+	return bpf_map__update_elem(s->skel->maps.tstates, &tid, sizeof(tid), &tstate,
+				    sizeof(tstate), BPF_NOEXIST);
 }
 
 void sampler_offcpu_unseed(struct sampler *s, uint32_t tid, uint64_t since)

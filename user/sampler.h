@@ -119,6 +119,9 @@ uint64_t sampler_now_ns(void);
  */
 int sampler_offcpu_seed(struct sampler *s, uint32_t pid, uint32_t tid, uint64_t stack_id,
 			uint32_t flags, uint64_t since);
+/* Enter thread state `tstate` for global tid in the BPF side's cache, unless
+ * it holds one for tid already: 0, or a negative errno. */
+int sampler_tstate_seed(struct sampler *s, uint32_t tid, uint64_t tstate);
 /* Take back a seeded entry of tid (since `since`) if still there and away. */
 void sampler_offcpu_unseed(struct sampler *s, uint32_t tid, uint64_t since);
 /* Wall mode: tid's entry in the offcpu map (0, or a negative errno). */

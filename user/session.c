@@ -99,15 +99,17 @@ static int follow_children(const struct session *s)
 }
 
 /*
- * Register a target with the BPF side, with its asyncio offsets under
+ * Register a target with the BPF side (its thread states first, when it has
+ * more threads than the BPF side searches), with its asyncio offsets under
  * --async-aware. A version without them is refused in one line: the run
  * ends (exit 1), except with --all-python, where the others go on.
  */
-static int add_to_sampler(struct session *s, const struct target *t)
+static int add_to_sampler(struct session *s, struct target *t)
 {
 	struct tb_walk w = t->layout.walk;
 	int ret;
 
+	ingest_target_threads(s->in, t);	/* before its first sample */
 	ingest_eval_parts(s->in, t->pid, t->loc.eval_addr, &w.addr);
 	ret = sampler_add(&s->sampler, t->pid, &w);
 
@@ -231,7 +233,10 @@ static void on_proc(struct session *s, const struct tb_proc *r)
 			s->child_execd = 1;
 		if (t)
 			end_target(s, t);
-		targets_discover_later(s->ts, (int32_t)r->pid, command_pid(s) == (int32_t)r->pid);
+		/* The command not being Python is worth a word, unless -s says
+		 * it may be a shell or a supervisor. */
+		targets_discover_later(s->ts, (int32_t)r->pid,
+				       command_pid(s) == (int32_t)r->pid && !s->opt->subprocesses);
 		return;
 	case TB_PROC_EXIT:
 		if (t)
@@ -398,7 +403,7 @@ int session_start(struct session *s)
 	for (i = 0; i < targets_nroots(s->ts); i++)
 		sampler_watch(&s->sampler, targets_root(s->ts, i), 1);
 	for (i = 0; i < targets_count(s->ts); i++) {
-		const struct target *t = targets_get(s->ts, i);
+		struct target *t = targets_get(s->ts, i);
 
 		ret = add_to_sampler(s, t);
 		if (!ret)
@@ -639,6 +644,7 @@ void session_run(struct session *s)
 			refresh_targets(s);
 		if (mono_now() - last_house >= HOUSE_S) {
 			refresh_targets(s);
+			ingest_recheck_threads(s->in);
 			ingest_read_counts(s->in);
 			last_house = mono_now();
 		}

@@ -38,6 +38,7 @@ struct ingest_counts {
 	uint64_t bad_records;
 	uint64_t offcpu_final;		/* periods credited at the end (still blocked) */
 	uint64_t offcpu_seeded;		/* threads found blocked, credited from the start */
+	uint64_t tstates_seeded;	/* thread states entered in the BPF side's cache (seed_tstates) */
 	uint64_t async_wait_credits;	/* --async-aware wall: off-CPU intervals given to waiting tasks */
 	uint64_t async_wait_periods;	/* ... their periods, once per task (a task's own wall time) */
 	uint64_t async_wait_copies;	/* ... of which past each interval's first task */

@@ -27,9 +27,10 @@ void stats_summarize(const struct session_view *s, uint64_t written, struct stat
 
 	/* --async-aware wall mode writes an interval once per task waiting
 	 * in it: each copy is a sample collected, so that collected = written
-	 * + lost + dropped still holds */
-	out->collected = c[TB_C_EVENTS] + c[TB_C_OFFCPU_WEIGHT] + c[TB_C_OFFCPU_LOST] +
-			 st->in.offcpu_final + st->in.async_wait_copies;
+	 * + lost + dropped still holds; so is each period of a tick's
+	 * runtime-weighted sample beyond its first */
+	out->collected = c[TB_C_EVENTS] + c[TB_C_TICK_EXTRA] + c[TB_C_OFFCPU_WEIGHT] +
+			 c[TB_C_OFFCPU_LOST] + st->in.offcpu_final + st->in.async_wait_copies;
 	out->written = written;
 	out->lost = c[TB_C_LOST] + c[TB_C_OFFCPU_LOST];
 	out->dropped = dropped(st);
@@ -219,6 +220,9 @@ void stats_print(const struct session_view *s, uint64_t written)
 		tb_info("off-CPU: %" PRIu64 " periods credited at switch-in, %" PRIu64 " at the end, from %" PRIu64 " switch-outs and %" PRIu64 " threads blocked when found",
 			c[TB_C_OFFCPU_WEIGHT], st->in.offcpu_final, c[TB_C_OFFCPU_WALKS],
 			st->in.offcpu_seeded);
+	if (st->in.tstates_seeded)
+		tb_info("threads: %" PRIu64 " thread states entered in the BPF side's cache (processes with more than %d threads)",
+			st->in.tstates_seeded, TB_MAX_THREADS);
 	if (s->opt->mode == TB_MODE_WALL && s->opt->async_aware) {
 		tb_info("asyncio: %" PRIu64 " off-CPU intervals credited to the tasks waiting in them, %" PRIu64 " periods in all (each task gets the whole interval)",
 			st->in.async_wait_credits, st->in.async_wait_periods);
@@ -335,7 +339,8 @@ void stats_write_json(FILE *f, const struct session_view *s, uint64_t written)
 		", \"bpf_frames\": %" PRIu64
 		", \"bpf_code_memo\": %" PRIu64 ",\n"
 		" \"events\": %" PRIu64 ", \"offcpu_periods\": %" PRIu64 ", \"offcpu_final\": %" PRIu64
-		", \"offcpu_lost\": %" PRIu64 ", \"offcpu_seeded\": %" PRIu64 ", \"processes\": %" PRIu64 ",\n"
+		", \"offcpu_lost\": %" PRIu64 ", \"offcpu_seeded\": %" PRIu64 ", \"tstates_seeded\": %" PRIu64
+		", \"tick_extra\": %" PRIu64 ", \"processes\": %" PRIu64 ",\n"
 		" \"duration_s\": %.3f, \"rate_hz\": %.1f, \"rate_hz_per_cpu\": %.1f, \"cpus\": %d,\n"
 		" \"bpf_ns_per_sample\": %.1f, \"bpf_runs\": %" PRIu64 ", \"bpf_ns_per_run\": %.1f,\n"
 		" \"rss_kb\": %" PRIu64 ", \"rss_peak_kb\": %" PRIu64 ", \"code_cached\": %zu"
@@ -353,7 +358,7 @@ void stats_write_json(FILE *f, const struct session_view *s, uint64_t written)
 		c[TB_C_READ_CODE], st->in.stacks, s->sym.reads, s->sym.lookups, c[TB_C_TSTATE_MISS],
 		c[TB_C_STALE_CFRAME], c[TB_C_AGGREGATED], st->in.count_keys, c[TB_C_COUNT_NEW], c[TB_C_FRAMES], c[TB_C_CODE_MEMO],
 		c[TB_C_EVENTS], c[TB_C_OFFCPU_WEIGHT], st->in.offcpu_final, c[TB_C_OFFCPU_LOST],
-		st->in.offcpu_seeded, st->processes,
+		st->in.offcpu_seeded, st->in.tstates_seeded, c[TB_C_TICK_EXTRA], st->processes,
 		st->seconds, c[TB_C_EVENTS] / secs, c[TB_C_EVENTS] / secs / (st->ncpus ? st->ncpus : 1),
 		st->ncpus, bpf_ns_per_sample(st), st->run_cnt,
 		st->run_cnt ? (double)st->run_ns / st->run_cnt : 0.0,

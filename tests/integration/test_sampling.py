@@ -71,6 +71,43 @@ def test_tick_rate(python):
           "spin_inner is not the leaf of the samples [top: %s]" % fmt_stacks(stacks, 4))
 
 
+@timeout(60)
+@python_independent
+def test_tick_shared_cpu(python):
+    """A busy target sharing its CPU with a neighbour that wakes just after
+    ticks and sleeps before the next (tick_dodger.py): each tick's sample is
+    worth the target's CPU time since its last one, so its samples add up to
+    its own CPU time (time.process_time(), from its start to its end: the
+    profile covers its whole life), not to the neighbour's too. Unweighted,
+    the target was credited +18 % here; cpu-clock, which follows the thread's
+    own clock, agreed within 2 %."""
+    hz = kernel_hz()
+    n = start_workload(python, "tick_dodger.py", 60)
+    os.sched_setaffinity(n.pid, {0})
+    out, stats = art_path("shared_cpu.folded"), art_path("shared_cpu.stats.json")
+    res = run_profiler(None, ["-F", hz, "-o", out, "--stats", stats, "--", "taskset", "-c", "0",
+                              python.path, os.path.join(WORKLOADS, "timed_spin.py"), 3],
+                       timeout=40).expect_ok()
+    res.stats_path = stats
+    st = res.stats()
+    check_stats_invariant(st, res.where())
+    check(st.get("event") == "tick" and st.get("tick_every") == 1,
+          "-F %d: event %r every %r ticks, expected every tick" % (hz, st.get("event"),
+                                                                  st.get("tick_every")))
+    line = [l for l in res.out.decode().split("\n") if l.startswith("CPU ")]
+    check(len(line) == 1, "timed_spin.py said no CPU line: %r" % res.out[-300:])
+    cpu = json.loads(line[0][4:])["process_time"]
+    # Set-up: the neighbour must have taken a real share of CPU 0.
+    check(cpu < 0.8 * 3, "set-up: the target had %.2f s of CPU in 3 s: the neighbour did "
+          "not share its CPU" % cpu)
+    got = st["written"] / float(hz)
+    check(abs(got - cpu) <= 0.08 * cpu + 0.05, "%d samples at %d Hz are %.2f s, the target "
+          "ran %.2f s of CPU (%+.0f %%) %s" % (st["written"], hz, got, cpu,
+                                               100 * (got / cpu - 1), res.where()))
+    check(st["collected"] > st["events"], "no sample weighted by run time (collected %d, "
+          "events %d) %s" % (st["collected"], st["events"], res.where()))
+
+
 @timeout(30)
 def test_tick_above_hz_refused():
     """-e tick cannot sample faster than the tick: a usage error naming HZ."""

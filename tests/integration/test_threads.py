@@ -1,7 +1,9 @@
 """Threads: 8 busy threads in worker_0..worker_7 all appear, each on its own."""
 import re
+import subprocess
 
-from common import check, fail, fmt_stacks, run_profiler, start_workload, timeout, total
+from common import (binary, check, check_stats_invariant, fail, fmt_stacks, run_profiler,
+                    start_workload, timeout, total)
 
 
 @timeout(60)
@@ -121,3 +123,51 @@ def test_thread_rename_after_compaction():
     want = {"thread %d producer" % tid, "thread %d producer-2" % tid}
     check(roots == want, "producer's root frames %s, want %s (before and after the rename) %s"
           % (sorted(roots), sorted(want), res.where()))
+
+
+MANY = 600  # more than the BPF side's thread list walk (TB_MAX_THREADS, 512)
+
+
+@timeout(120)
+def test_many_threads_oldest_sampled(python):
+    """A process with more threads than the BPF side searches (the newest 512
+    of a thread list): its oldest thread, the main one, busy, is sampled, with
+    no sample dropped for want of a thread state (userspace enters every
+    thread's state in the BPF side's cache); in wall mode every thread shows;
+    `dump` lists them all. Before: 0 samples ("no thread state"), dump 512."""
+    w = start_workload(python, "many_threads.py", MANY, 90, ready_timeout=60)
+    main = w.info["main"]
+    res = run_profiler(w.pid, ["-F", 99, "-d", 2], timeout=60, stats=True).expect_ok()
+    st = res.stats()
+    check_stats_invariant(st, res.where())
+    n = total(res.stacks())
+    spin = sum(s.count for s in res.stacks() if s.leaf.name == "spin_main")
+    check(st["dropped"]["no_tstate"] == 0,
+          "%d samples dropped with no thread state found %s" % (st["dropped"]["no_tstate"],
+                                                               res.where()))
+    check(st["tstates_seeded"] >= MANY, "only %d thread states entered in the BPF cache for "
+          "%d threads %s" % (st["tstates_seeded"], MANY, res.where()))
+    # -F 99 on the tick is ~83 Hz (every 3rd tick at HZ 250) or 99 Hz: the main
+    # thread spins the whole 2 s, give or take the host's other jobs.
+    check(n >= 60 and spin >= 0.9 * n, "%d samples, %d in spin_main: the busy oldest thread "
+          "not sampled [%s] %s" % (n, spin, fmt_stacks(res.stacks(), 3), res.where()))
+
+    res = run_profiler(w.pid, ["-F", 49, "-d", 2, "-m", "wall", "--threads"], timeout=60,
+                       stats=True).expect_ok()
+    tids = set()
+    for s in res.stacks():
+        m = re.match(r"^thread (\d+) ", s.root.raw)
+        check(m, "stack without a `thread TID NAME` root: %s" % s.short(3))
+        tids.add(int(m.group(1)))
+    check(len(tids) == MANY and main in tids, "wall mode: %d threads of %d in the profile "
+          "(main %d %s) %s" % (len(tids), MANY, main, "in" if main in tids else "missing",
+                              res.where()))
+
+    p = subprocess.run([binary(), "dump", "-p", str(w.pid)], capture_output=True, timeout=60)
+    out = p.stdout.decode("utf-8", "replace")
+    heads = re.findall(r"^Thread (\d+) ", out, re.M)
+    check(p.returncode == 0 and len(heads) == MANY and str(main) in heads,
+          "dump: exit %d, %d threads listed of %d, main %s: %s" %
+          (p.returncode, len(heads), MANY, str(main) in heads, p.stderr.decode()[:300]))
+    check("in spin_main" in out.split("Thread %d " % main, 1)[1].split("\nThread ", 1)[0],
+          "dump: the main thread's stack does not show spin_main")

@@ -846,6 +846,31 @@ static void test_parse_stat(void **state)
 	assert_int_equal(st.start_time, proc_start_time(getpid()));
 }
 
+/* NSpid: first field the kernel's tid, last the thread's own namespace's;
+ * our own threads (one namespace) map to themselves. */
+static void test_ns_tids(void **state)
+{
+	struct proc_nstid map[64];
+	uint32_t g = 0, in = 0;
+	int n;
+
+	(void)state;
+	assert_int_equal(proc_parse_nspid("Name:\tx\nNSpid:\t4242\t17\t3\nNSsid:\t1\n", &g, &in),
+			 0);
+	assert_int_equal(g, 4242);
+	assert_int_equal(in, 3);
+	assert_int_equal(proc_parse_nspid("Name:\tx\nNSpid:\t99\n", &g, &in), 0);
+	assert_int_equal(g, 99);
+	assert_int_equal(in, 99);
+	assert_int_equal(proc_parse_nspid("Name:\tx\nNSpid:\t\n", &g, &in), -EINVAL);
+	assert_int_equal(proc_parse_nspid("Name:\tx\nPid:\t5\n", &g, &in), -EINVAL);
+	n = proc_ns_tids(getpid(), map, 64);
+	assert_true(n >= 1);
+	assert_int_equal(proc_ns_tid_global(map, n, (uint32_t)getpid()), (uint32_t)getpid());
+	assert_int_equal(proc_ns_tid_global(map, n, 0x7fffffff), 0);
+	assert_int_equal(proc_ns_tids(-1, map, 64), -ENOENT);
+}
+
 /* ---- fixtures ---- */
 
 static int setup(void **state)
@@ -895,6 +920,7 @@ int main(void)
 		cmocka_unit_test(test_locate_dead),
 		cmocka_unit_test(test_stat_and_comm),
 		cmocka_unit_test(test_parse_stat),
+		cmocka_unit_test(test_ns_tids),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -12,7 +12,7 @@ static const struct writer writers[] = {
 	{ .name = "speedscope", .exts = ".speedscope.json .json", .write = output_speedscope,
 	  .hint = "open it at https://www.speedscope.app" },
 	{ .name = "pprof", .exts = ".pb.gz .pprof .pprof.gz", .write = output_pprof,
-	  .hint = "open it with go tool pprof -http=:" },
+	  .hint = "open it with go tool pprof -http=: FILE" },
 	{ .name = "summary", .exts = ".summary .summary.txt", .write = output_summary },
 	{ .name = "pstats", .exts = ".pstats .prof", .write = output_pstats,
 	  .hint = "read it with python3 -m pstats FILE" },
