@@ -8,7 +8,9 @@
 #include "cli.h"
 #include "errors.h"
 #include "layout.h"
+#include "safefile.h"
 #include "tachyon.h"
+#include "util.h"
 
 #ifndef TB_VERSION
 #define TB_VERSION "0.1.0"
@@ -353,7 +355,7 @@ static int parse_freq(const char *arg, struct options *o)
 
 	errno = 0;
 	v = strtoll(arg, &end, 10);
-	if (errno || end == arg || *end) {
+	if ((errno && errno != ERANGE) || end == arg || *end) {
 		tb_error("-F %s: not a number (give samples per second, e.g. -F 99)", arg);
 		return -1;
 	}
@@ -378,7 +380,9 @@ static int parse_duration(const char *arg, struct options *o)
 
 	errno = 0;
 	v = strtod(arg, &end);
-	if (errno || end == arg || *end || !(v > 0) || v > 1e9) {
+	/* Decimal, as every other number here: strtod alone takes 0x10 and 1e3. */
+	if (errno || end == arg || *end || arg[strspn(arg, "0123456789.")] || !(v > 0) ||
+	    v > 1e9) {
 		tb_error("-d %s: not a positive number of seconds (e.g. -d 30)", arg);
 		return -1;
 	}
@@ -455,21 +459,19 @@ static int parse_period(const char *arg, struct options *o)
  */
 static int cli_check_rate(const struct options *o)
 {
-	uint64_t hz;
-
 	if (o->unsafe_rate || !event_is_clock(o->event))
 		return 0;
-	hz = o->period ? 1000000000ull / o->period : o->freq;
-	if (hz <= TB_SAFE_CLOCK_HZ)
+	/* By the period itself: -c 49999 is 20000.4 Hz, which rounds down to safe. */
+	if (o->period ? o->period >= 1000000000ull / TB_SAFE_CLOCK_HZ : o->freq <= TB_SAFE_CLOCK_HZ)
 		return 0;
 	if (o->period)
-		tb_error("-c %llu: %s every %llu ns is %llu interrupts per second per CPU, above the safe %d (use -c %d or more, or --unsafe-rate)",
+		tb_error("-c %llu: %s every %llu ns is %.6g interrupts per second per CPU, above the safe %d (use -c %d or more, or --unsafe-rate)",
 			 (unsigned long long)o->period, o->event->name,
-			 (unsigned long long)o->period, (unsigned long long)hz, TB_SAFE_CLOCK_HZ,
+			 (unsigned long long)o->period, 1e9 / (double)o->period, TB_SAFE_CLOCK_HZ,
 			 1000000000 / TB_SAFE_CLOCK_HZ);
 	else
 		tb_error("-F %llu: above the safe timer rate of %d per CPU, where sampling interrupts can starve the machine (use -F %d or less, or --unsafe-rate)",
-			 (unsigned long long)hz, TB_SAFE_CLOCK_HZ, TB_SAFE_CLOCK_HZ);
+			 (unsigned long long)o->freq, TB_SAFE_CLOCK_HZ, TB_SAFE_CLOCK_HZ);
 	return -1;
 }
 
@@ -951,6 +953,10 @@ static int check_combination(struct options *o, const char *seen)
 		tb_error("--keep-running: only with -- COMMAND (it keeps the command running after the run)");
 		return -1;
 	}
+	if (o->subprocesses && o->all_python) {
+		tb_error("-s and --all-python: give one of them (--all-python already profiles every Python process, children included)");
+		return -1;
+	}
 	if (o->period && o->freq_given) {
 		tb_error("-c and -F: give one of them (a period in events, or a frequency)");
 		return -1;
@@ -968,6 +974,10 @@ static int check_rest(int argc, char **argv, struct options *o)
 		else
 			tb_error("%s: unexpected argument (put a command after --; see tachyon-bpf --help)",
 				 argv[optind]);
+		return -1;
+	}
+	if (optind < argc && !*argv[optind]) {
+		tb_error("-- '': empty command name (give the program to run, e.g. -- python3 app.py)");
 		return -1;
 	}
 	if (optind < argc)
@@ -1006,6 +1016,48 @@ static int early_option(int c, char **argv, const struct options *o)
 	return -1;
 }
 
+int cli_check_distinct(const char *who, const char *const *what, const char *const *path, int n)
+{
+	int i, j;
+
+	for (i = 0; i < n; i++)
+		for (j = i + 1; j < n; j++) {
+			if (!path[i] || !path[j] || !safe_same_file(path[i], path[j]))
+				continue;
+			/* The last one written would hold only itself. */
+			tb_error("%s%s %s and %s %s: the same file (give each output its own file)",
+				 who, what[i], path[i], what[j], path[j]);
+			return -1;
+		}
+	return 0;
+}
+
+/* Every file the run writes: -o (each), --stats. */
+static int check_outputs_distinct(const struct options *o)
+{
+	const char *what[CLI_MAX_OUTPUTS + 2], *path[CLI_MAX_OUTPUTS + 2];
+	int i, n = 0;
+
+	what[n] = "-o";
+	path[n++] = o->output;
+	for (i = 0; i < o->nmore; i++) {
+		what[n] = "-o";
+		path[n++] = o->more_output[i];
+	}
+	what[n] = "--stats";
+	path[n++] = o->stats_path;
+	return cli_check_distinct("", what, path, n);
+}
+
+int cli_check_stdout(const char *who, const char *output)
+{
+	if (output || !safe_stdout_closed())
+		return 0;
+	/* The profile would go to /dev/null, which took fd 1's place. */
+	tb_error("%sstdout: closed (give -o FILE)", who);
+	return -1;
+}
+
 /*
  * -o's extension picks the format; a name without one is collapsed stacks,
  * but an extension we do not know is refused rather than silently getting
@@ -1013,12 +1065,10 @@ static int early_option(int c, char **argv, const struct options *o)
  */
 static int writer_from_path(struct options *o)
 {
-	const char *base = strrchr(o->output, '/'), *dot;
+	const char *dot = writer_unknown_ext(o->output);
 
-	base = base ? base + 1 : o->output;
-	dot = strrchr(base, '.');
 	o->writer = writer_for_path(o->output);
-	if (o->writer || !dot || dot == base)
+	if (!dot)
 		return 0;
 	tb_error("-o %s: %s is not the extension of an output format (end the name with %s)",
 		 o->output, dot, writer_extensions());
@@ -1053,13 +1103,16 @@ int cli_parse(int argc, char **argv, struct options *o)
 		if (parse_one(c, optarg, o))
 			return TB_EXIT_USAGE;
 	}
-	if (check_rest(argc, argv, o) || check_combination(o, seen))
+	if (check_rest(argc, argv, o) || check_combination(o, seen) ||
+	    check_outputs_distinct(o))
 		return TB_EXIT_USAGE;
 	/* Targets whose exceptions cannot be found are refused, not profiled
 	 * with every sample dropped. */
 	if (o->mode == TB_MODE_EXC)
 		o->layout_flags |= LAYOUT_EXCEPTIONS;
 	if (!o->writer && o->output && writer_from_path(o))
+		return TB_EXIT_USAGE;
+	if (o->command == CMD_RECORD && cli_check_stdout("", o->output))
 		return TB_EXIT_USAGE;
 	if (!o->writer)
 		o->writer = writer_default();
@@ -1084,7 +1137,7 @@ const char *cli_rate_text(const struct options *o, char *buf, size_t len)
 			 o->rate_hz);
 	else
 		snprintf(buf, len, "%s: every %u%s tick of HZ %d, %.6g Hz", asked, o->tick_every,
-			 o->tick_every == 2 ? "nd" : o->tick_every == 3 ? "rd" : "th",
+			 ordinal_suffix(o->tick_every),
 			 o->kernel_hz, o->rate_hz);
 	return buf;
 }

@@ -89,6 +89,17 @@ const char *cli_rate_text(const struct options *o, char *buf, size_t len);
 int cli_has_pid(const struct options *o, pid_t pid);
 /* "cpu", "wall", "gil". */
 const char *cli_mode_name(int mode);
+/*
+ * No two of the n output paths (what[i]: the option, "-o") name one file:
+ * else one line, "<who>-o A and --stats B: the same file (...)", and -1.
+ * NULL paths (stdout, not given) are skipped.
+ */
+int cli_check_distinct(const char *who, const char *const *what, const char *const *path, int n);
+/*
+ * Output to stdout (output NULL) when stdout was closed at start: one line,
+ * "<who>stdout: closed (give -o FILE)", and -1; else 0.
+ */
+int cli_check_stdout(const char *who, const char *output);
 /* The kernel's ceiling for -F (kernel.perf_event_max_sample_rate). */
 uint64_t cli_max_sample_rate(void);
 

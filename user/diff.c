@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cli.h"
 #include "diff.h"
 #include "util.h"
 #include "errors.h"
@@ -456,8 +457,13 @@ static int diff_parse(int argc, char **argv, struct diff_opts *o)
 		snprintf(what, sizeof(what), "-o %s", o->output);
 		if (w && pick_format(w->name, o, what))
 			return TB_EXIT_USAGE;
+		if (writer_unknown_ext(o->output)) {
+			tb_error("diff: -o %s: %s is not the extension of an output format (end the name with .svg or .folded)",
+				 o->output, writer_unknown_ext(o->output));
+			return TB_EXIT_USAGE;
+		}
 	}
-	return -1;
+	return cli_check_stdout("diff: ", o->output) ? TB_EXIT_USAGE : -1;
 }
 
 /* ---- the outputs ---- */
@@ -521,6 +527,21 @@ static FILE *diff_open(const struct diff_opts *o)
 	return f;
 }
 
+/* An empty profile compares with nothing: said, and nothing written. */
+static int check_samples(const struct dset *d)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (d->total[i])
+			continue;
+		tb_error("diff: %s: no samples (give a profile that has some: a run that wrote it said how many)",
+			 d->path[i]);
+		return -ENODATA;
+	}
+	return 0;
+}
+
 static int diff_run(const struct diff_opts *o)
 {
 	struct dset d = { .path = { o->base, o->new_path } };
@@ -534,6 +555,8 @@ static int diff_run(const struct diff_opts *o)
 	ret = read_folded(&d, 0);
 	if (!ret)
 		ret = read_folded(&d, 1);
+	if (!ret)
+		ret = check_samples(&d);
 	if (!ret) {
 		out = diff_open(o);
 		ret = out ? diff_write(out, &d, o) : -EIO;

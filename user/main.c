@@ -19,6 +19,8 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
 #include "cli.h"
 #include "diff.h"
 #include "dump.h"
@@ -79,17 +81,35 @@ static int check_privileges(void)
 	return -1;
 }
 
+/* --btf FILE: read as BTF now, not found wrong by the BPF loader later. */
+static int check_btf_file(const char *path)
+{
+	libbpf_print_fn_t print;
+	struct btf *btf;
+
+	if (access(path, R_OK)) {
+		tb_error("--btf %s: %s (give the kernel's BTF file, e.g. from BTFHub)", path,
+			 strerror(errno));
+		return -1;
+	}
+	print = libbpf_set_print(NULL);	/* its own reason, in a line of its own: not wanted */
+	btf = btf__parse(path, NULL);
+	libbpf_set_print(print);
+	if (!btf) {
+		tb_error("--btf %s: not a BTF file (give the kernel's BTF file, e.g. from BTFHub)",
+			 path);
+		return -1;
+	}
+	btf__free(btf);
+	return 0;
+}
+
 static int check_btf(const struct options *o)
 {
 	const char *path = getenv("TACHYON_BTF");
 
-	if (o->btf_path) {
-		if (!access(o->btf_path, R_OK))
-			return 0;
-		tb_error("--btf %s: %s (give the kernel's BTF file, e.g. from BTFHub)", o->btf_path,
-			 strerror(errno));
-		return -1;
-	}
+	if (o->btf_path)
+		return check_btf_file(o->btf_path);
 	if (!path)
 		path = "/sys/kernel/btf/vmlinux";
 	if (!access(path, R_OK))
@@ -423,6 +443,9 @@ int main(int argc, char **argv)
 	FILE *out = NULL, *statsf = NULL;
 	int ret;
 
+	safe_std_fds();
+	/* However the run ends: no empty file left where there was none. */
+	atexit(safe_remove_unwritten);
 	/* Two files in, a file out: no target, no privileges, its own options. */
 	if (argc > 1 && !strcmp(argv[1], "diff"))
 		return diff_main(argc - 1, argv + 1);

@@ -253,6 +253,8 @@ int proc_parse_stat(const char *buf, struct proc_stat *st)
 		if (!p)
 			return 0;
 		p++;
+		if (field + 1 == 14 || field + 1 == 15)	/* utime, stime */
+			st->cpu_ticks += strtoull(p, NULL, 10);
 	}
 	if (isdigit((unsigned char)*p))
 		st->start_time = strtoull(p, NULL, 10);

@@ -74,6 +74,7 @@ int proc_locate_python(pid_t pid, struct py_location *loc, char *err, size_t err
 struct proc_stat {
 	char state;		/* field 3: 'R', 'S', 'D', 'Z', ... */
 	pid_t ppid;		/* field 4; 0 if unparsable */
+	uint64_t cpu_ticks;	/* fields 14 + 15, utime + stime, clock ticks */
 	uint64_t start_time;	/* field 22, clock ticks; 0 if unparsable */
 };
 

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "cli.h"
 #include "errors.h"
 #include "output/output.h"
 #include "output/tby.h"
@@ -76,14 +77,25 @@ static int pick_writers(struct replay_opts *o, const struct writer *forced)
 
 		if (!w && o->out[i])
 			w = writer_for_path(o->out[i]);
-		if (!w && o->out[i] && strchr(base_name(o->out[i]), '.')) {
-			tb_error("replay: -o %s: not the extension of an output format (end the name with %s)",
-				 o->out[i], writer_extensions());
+		if (!w && o->out[i] && writer_unknown_ext(o->out[i])) {
+			tb_error("replay: -o %s: %s is not the extension of an output format (end the name with %s)",
+				 o->out[i], writer_unknown_ext(o->out[i]), writer_extensions());
 			return -EINVAL;
 		}
 		o->writer[i] = w ? w : writer_default();
 	}
 	return 0;
+}
+
+/* Two -o naming one file would leave only the last format in it. */
+static int check_distinct(const struct replay_opts *o)
+{
+	const char *what[MAX_OUT];
+	int i;
+
+	for (i = 0; i < o->nout; i++)
+		what[i] = "-o";
+	return cli_check_distinct("replay: ", what, o->out, o->nout);
 }
 
 /* Returns -1 to go on, else an exit code. */
@@ -121,7 +133,10 @@ static int replay_parse(int argc, char **argv, struct replay_opts *o)
 		return TB_EXIT_USAGE;
 	}
 	o->input = argv[optind];
-	return pick_writers(o, forced) ? TB_EXIT_USAGE : -1;
+	if (pick_writers(o, forced) || cli_check_stdout("replay: ", o->out[0]) ||
+	    check_distinct(o))
+		return TB_EXIT_USAGE;
+	return -1;
 }
 
 int replay_slurp(const char *path, uint8_t **data, size_t *len)
@@ -180,28 +195,43 @@ static int load(const struct replay_opts *o, struct tby_file *f)
 		return TB_EXIT_RUNTIME;
 	}
 	if (f->partial)
-		tb_warn("replay: %s: cut short after %zu complete chunks (was the run killed?): replaying the %llu samples they hold",
-			o->input, f->chunks, (unsigned long long)f->r.total);
+		tb_warn("replay: %s: cut short after %zu complete chunk%s (was the run killed?): replaying the %llu samples %s",
+			o->input, f->chunks, f->chunks == 1 ? "" : "s",
+			(unsigned long long)f->r.total, f->chunks == 1 ? "it holds" : "they hold");
 	return -1;
 }
 
-static int write_one(const char *path, const struct writer *w, const struct resolved *r)
+/*
+ * Every -o opened (not truncated) before any is written, as a recording
+ * checks them: a bad last one leaves the first ones as they were.
+ */
+static int open_all(const struct replay_opts *o, FILE **out)
 {
 	char why[128];
-	FILE *out = stdout;
+	int i;
+
+	for (i = 0; i < o->nout; i++) {
+		out[i] = o->out[i] ? safe_open(o->out[i], why, sizeof(why)) : stdout;
+		if (out[i])
+			continue;
+		tb_error("replay: -o %s: %s (choose a writable path)", o->out[i], why);
+		while (i--)
+			if (out[i] != stdout)
+				fclose(out[i]);
+		return TB_EXIT_RUNTIME;
+	}
+	return -1;
+}
+
+static int write_one(FILE *out, const char *path, const struct writer *w,
+		     const struct resolved *r)
+{
 	int ret;
 
-	if (path) {
-		out = safe_open(path, why, sizeof(why));
-		if (!out) {
-			tb_error("replay: -o %s: %s (choose a writable path)", path, why);
-			return TB_EXIT_RUNTIME;
-		}
-		if (safe_truncate(out)) {
-			tb_error("replay: -o %s: %s (choose a writable path)", path, strerror(errno));
-			fclose(out);
-			return TB_EXIT_RUNTIME;
-		}
+	if (out != stdout && safe_truncate(out)) {
+		tb_error("replay: -o %s: %s (choose a writable path)", path, strerror(errno));
+		fclose(out);
+		return TB_EXIT_RUNTIME;
 	}
 	ret = w->write(out, r);
 	if (out != stdout && fclose(out) && !ret)
@@ -233,6 +263,7 @@ int replay_main(int argc, char **argv)
 {
 	struct replay_opts o;
 	struct tby_file f;
+	FILE *out[MAX_OUT];
 	int ret, i;
 
 	ret = replay_parse(argc, argv, &o);
@@ -242,8 +273,10 @@ int replay_main(int argc, char **argv)
 	if (ret >= 0)
 		return ret;
 	ret = check_formats(&o, &f);
+	if (ret < 0)
+		ret = open_all(&o, out);
 	for (i = 0; ret < 0 && i < o.nout; i++)
-		if (write_one(o.out[i], o.writer[i], &f.r))
+		if (write_one(out[i], o.out[i], o.writer[i], &f.r))
 			ret = TB_EXIT_RUNTIME;
 	if (ret < 0) {
 		ret = TB_EXIT_OK;

@@ -17,6 +17,11 @@ FILE *safe_open(const char *path, char *why, size_t whylen);
 /* Drop what the file held before: call right before writing. 0 or a negative errno (errno set too). */
 int safe_truncate(FILE *f);
 /*
+ * Remove each file safe_open created that was never truncated for writing
+ * (a run that wrote no profile): at exit. Files that existed are kept.
+ */
+void safe_remove_unwritten(void);
+/*
  * Replacing a file whole (a streamed recording's final form): a new file
  * beside path, written, then renamed over it, so a kill at any moment leaves
  * either the old content or the new, never a file cut in between. NULL with
@@ -25,5 +30,15 @@ int safe_truncate(FILE *f);
 FILE *safe_sibling(const char *path, char *tmp, size_t tmplen);
 /* Close f (written under tmp) and rename it to path; 0 or a negative errno. */
 int safe_replace(FILE *f, const char *tmp, const char *path);
+/* 1 if a and b name one file (an existing one, or the same new path);
+ * /dev/null is never the same as anything. */
+int safe_same_file(const char *a, const char *b);
+/*
+ * At start: each of fds 0-2 that is closed opened on /dev/null, so that no
+ * file opened later takes its number (an -o file written to as stderr).
+ */
+void safe_std_fds(void);
+/* 1 if stdout was closed when safe_std_fds() ran. */
+int safe_stdout_closed(void);
 
 #endif

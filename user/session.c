@@ -21,6 +21,7 @@
 #include "errors.h"
 #include "async_wait.h"
 #include "ingest.h"
+#include "proc.h"
 #include "sampler.h"
 #include "session.h"
 #include "targets.h"
@@ -65,6 +66,7 @@ struct session {
 	pid_t event_pids[CLI_MAX_PIDS];	/* per-task events: the processes named */
 	int nevent_pids;
 	int child_execd;		/* its exec happened (the command could be run) */
+	int command_ended;		/* it exited before the run ended it */
 	int epfd, sigfd;
 	uint64_t start_ns;		/* the run's start (CLOCK_MONOTONIC); 0 before */
 	int status_pending;		/* a target's GIL address is still unknown */
@@ -122,6 +124,26 @@ static int add_to_sampler(struct session *s, struct target *t)
 	return 0;
 }
 
+/* The CPU time a process has used so far, in clock ticks (0 if gone). */
+static uint64_t cpu_ticks(pid_t pid)
+{
+	struct proc_stat st;
+
+	return proc_read_stat(pid, 0, &st) ? 0 : st.cpu_ticks;
+}
+
+/*
+ * The targets' CPU time while sampled: a run without samples then tells an
+ * idle target from an event that never fired. Counted when each ends.
+ */
+static void cpu_count(struct session *s, const struct target *t)
+{
+	uint64_t now = cpu_ticks(t->pid);
+
+	if (now > t->cpu_ticks)
+		s->st.target_cpu += (double)(now - t->cpu_ticks) / sysconf(_SC_CLK_TCK);
+}
+
 /* The registry took a new target: sample it. */
 static void target_added(void *ctx, struct target *t)
 {
@@ -135,8 +157,10 @@ static void target_added(void *ctx, struct target *t)
 		sampler_watch(&s->sampler, t->pid, follow_children(s));
 	}
 	tb_debug("pid %d: %s, Python %s", t->pid, t->name, t->version);
-	if (s->start_ns)
+	if (s->start_ns) {
 		ingest_seed_offcpu(s->in, t, sampler_now_ns());
+		t->cpu_ticks = cpu_ticks(t->pid);
+	}
 	if (!t->layout.walk.addr.gil_addr) {
 		s->status_pending = 1;
 		s->status_fast_until = mono_now() + STATUS_FAST_S;
@@ -158,6 +182,7 @@ static void end_target(struct session *s, struct target *t)
 {
 	if (t->exited)
 		return;
+	cpu_count(s, t);
 	/* Its last samples may still be counted in the kernel. */
 	ingest_read_counts(s->in);
 	if (t->pidfd >= 0)
@@ -272,6 +297,17 @@ void session_block_signals(sigset_t *out)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	if (out)
 		*out = mask;
+}
+
+/* SIGINT, SIGTERM or SIGHUP waiting to be read: it came during the set-up. */
+static int signal_pending(void)
+{
+	sigset_t stop, pending;
+
+	session_block_signals(&stop);
+	sigpending(&pending);
+	return sigismember(&pending, SIGINT) || sigismember(&pending, SIGTERM) ||
+	       sigismember(&pending, SIGHUP);
 }
 
 static int setup_loop(struct session *s)
@@ -430,6 +466,7 @@ static void child_exited(struct session *s)
 		return;
 	epoll_ctl(s->epfd, EPOLL_CTL_DEL, child_pidfd(s->child), NULL);
 	tb_debug("command exited with status %d", child_status(s->child));
+	s->command_ended = 1;
 	s->stop = STOP_TARGETS_EXITED;
 	sampler_consume(&s->sampler);	/* its exec event, if it was quick */
 	if (!s->child_execd)
@@ -569,9 +606,12 @@ void session_run(struct session *s)
 	for (i = 0; i < targets_count(s->ts); i++) {
 		struct target *t = targets_get(s->ts, i);
 
-		if (t && !t->exited)
+		if (t && !t->exited) {
 			ingest_seed_offcpu(s->in, t, s->start_ns);
+			t->cpu_ticks = cpu_ticks(t->pid);
+		}
 	}
+	s->st.stopped_in_setup = signal_pending();
 	if (s->opt->mode == TB_MODE_WALL)
 		tb_debug("wall mode: %" PRIu64 " threads found blocked, walked in %.1f ms",
 			 ingest_counts(s->in)->offcpu_seeded, (sampler_now_ns() - s->start_ns) / 1e6);
@@ -629,6 +669,9 @@ void session_run(struct session *s)
 	sampler_counters(&s->sampler, s->st.bpf);
 	s->st.cfi_on = !sampler_native_stats(&s->sampler, &s->st.cfi);
 	sampler_prog_stats(&s->sampler, &s->st.run_ns, &s->st.run_cnt);
+	for (i = 0; i < targets_count(s->ts); i++)
+		if (targets_get(s->ts, i) && !targets_get(s->ts, i)->exited)
+			cpu_count(s, targets_get(s->ts, i));
 	/* -- CMD outlived the run (-d, a signal); --keep-running leaves it be. */
 	if (s->child && !s->opt->keep_running)
 		child_end(s->child);
@@ -693,6 +736,8 @@ void session_snapshot(const struct session *s, struct session_view *v)
 		.per_task = s->sampler.per_task, .task_events = s->sampler.task_events,
 		.walker = sampler_walker(&s->sampler),
 		.refused_command = targets_refused_command(s->ts),
+		.command_ended = s->command_ended,
+		.command_status = s->child ? child_status(s->child) : 0,
 	};
 	v->st.in = *ingest_counts(s->in);
 	view_live(s, v);

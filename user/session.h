@@ -61,6 +61,8 @@ struct session_stats {
 	uint64_t proc_events;
 	uint64_t processes;		/* targets profiled, all incarnations */
 	double seconds;
+	double target_cpu;		/* CPU seconds the targets used while sampled */
+	int stopped_in_setup;		/* a signal came before sampling began */
 	double start_unix;		/* wall clock at the start */
 	int ncpus;			/* online CPUs sampled */
 	int cfi_on;			/* --native's unwind tables were in use: */
@@ -91,6 +93,8 @@ struct session_view {
 	char live_name[64];
 	char live_version[32];
 	const char *refused_command;	/* why the -- command's Python was refused, or NULL */
+	int command_ended;		/* -- CMD exited on its own (not ended by us): */
+	int command_status;		/* ... its wait status */
 };
 
 /*

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include "errors.h"
 #include "layout.h"
 #include "output/output.h"
@@ -92,12 +93,29 @@ static void native_losses(const struct session_view *s, char *buf, size_t len)
 				   : "marked [native unmatched]; -v says more");
 }
 
+/*
+ * -- CMD that failed on its own: its status, which the profiler's own exit
+ * status does not carry (0 for a profile written).
+ */
+static void command_end(const struct session_view *s, char *buf, size_t len)
+{
+	int st = s->command_status;
+
+	if (!s->command_ended)
+		return;
+	if (WIFEXITED(st) && WEXITSTATUS(st))
+		snprintf(buf, len, "; the command exited with status %d", WEXITSTATUS(st));
+	else if (WIFSIGNALED(st))
+		snprintf(buf, len, "; the command was killed by signal %d (%s)", WTERMSIG(st),
+			 strsignal(WTERMSIG(st)));
+}
+
 void stats_line(const struct session_view *s, uint64_t written, const char *wrote)
 {
 	const struct session_stats *st = &s->st;
 	const struct writer *w = s->opt->writer;
 	struct stats_summary sum;
-	char rate[64], losses[320] = "", where[PATH_MAX + 96] = "";
+	char rate[64], losses[320] = "", where[PATH_MAX + 96] = "", cmd[96] = "";
 
 	stats_summarize(s, written, &sum);
 	if (sum.lost)
@@ -114,10 +132,34 @@ void stats_line(const struct session_view *s, uint64_t written, const char *wrot
 		snprintf(where, sizeof(where), "; wrote %s (%s)", wrote, w->hint);
 	else if (wrote)
 		snprintf(where, sizeof(where), "; wrote %s", wrote);
-	tb_info("%" PRIu64 " samples in %.1f s (%s mode, %s, %s), %" PRIu64 " %s%s%s",
+	command_end(s, cmd, sizeof(cmd));
+	tb_info("%" PRIu64 " samples in %.1f s (%s mode, %s, %s), %" PRIu64 " %s%s%s%s",
 		written, st->seconds, cli_mode_name(s->opt->mode), s->opt->event->name,
 		cli_rate_text(s->opt, rate, sizeof(rate)), st->processes,
-		plural(st->processes, "process", "processes"), losses, where);
+		plural(st->processes, "process", "processes"), losses, where, cmd);
+}
+
+/*
+ * cpu mode, no sample: an idle target, or one that ran but that the event
+ * never hit (a period longer than its CPU time, page faults it never
+ * takes): the targets' CPU time, measured apart from the samples, tells.
+ */
+static void explain_no_cpu_samples(const struct session_view *s)
+{
+	const struct options *o = s->opt;
+	const char *many = s->st.processes > 1 ? "s" : "";
+	char rate[96];
+
+	cli_rate_text(o, rate, sizeof(rate));
+	if (s->st.target_cpu <= 0)
+		tb_error("no samples: the target%s used no CPU in %.1f s: idle or waiting (to see where it waits, use -m wall)",
+			 many, s->st.seconds);
+	else if (event_is_clock(o->event) || o->event->tick)
+		tb_error("no samples: the target%s ran %.2f s of CPU in %.1f s, less than the sampling period (%s, %s) (sample more often: a smaller -c or a larger -F)",
+			 many, s->st.target_cpu, s->st.seconds, o->event->name, rate);
+	else
+		tb_error("no samples: the target%s ran %.2f s of CPU in %.1f s but the event (%s, %s) never fired for it (choose another event, or a smaller -c)",
+			 many, s->st.target_cpu, s->st.seconds, o->event->name, rate);
 }
 
 /* Why a run gave nothing, and what to do: one line. */
@@ -133,9 +175,13 @@ void stats_explain_empty(const struct session_view *s)
 	else if (o->cmd && !s->st.processes)
 		tb_error("%s: not a Python process, or it exited before its interpreter started: nothing profiled (run a CPython %s program, e.g. -- python3 app.py)",
 			 o->cmd[0], layout_supported());
-	else if (!s->st.processes)
+	else if (!s->st.processes && o->all_python)
 		tb_error("--all-python: no CPython %s process ran in %.1f s: nothing profiled (run tachyon-bpf while the program runs)",
 			 layout_supported(), s->st.seconds);
+	else if (!s->st.processes)	/* -p PID -s, PID not Python */
+		tb_error("-p %d%s -s: neither the process%s nor %s children ran CPython %s in %.1f s: nothing profiled (give the pid of a process that starts Python, or run it longer)",
+			 o->pids[0], o->npids > 1 ? ",..." : "", o->npids > 1 ? "es" : "",
+			 o->npids > 1 ? "their" : "its", layout_supported(), s->st.seconds);
 	else if (o->mode == TB_MODE_EXC && s->st.bpf[TB_C_FILTERED])
 		tb_error("no samples: of %" PRIu64 " taken in %.1f s, none had an exception in flight (raised, propagating or handled) (profile it while it handles one, or use -m cpu)",
 			 sum.collected, s->st.seconds);
@@ -145,9 +191,10 @@ void stats_explain_empty(const struct session_view *s)
 	else if (s->stop == STOP_TARGETS_EXITED)
 		tb_error("no samples: the target%s exited before the first sample (profile it while it runs)",
 			 s->st.processes > 1 ? "s" : "");
+	else if (s->stop == STOP_SIGNAL && s->st.stopped_in_setup)
+		tb_error("no samples: the run was stopped by a signal before sampling began (stop it once it has run a while, or give -d SECONDS)");
 	else if (o->mode == TB_MODE_CPU)
-		tb_error("no samples: the target%s used no CPU in %.1f s: idle or waiting (to see where it waits, use -m wall)",
-			 s->st.processes > 1 ? "s" : "", s->st.seconds);
+		explain_no_cpu_samples(s);
 	else if (o->mode == TB_MODE_GIL)
 		tb_error("no samples: no profiled thread held the GIL on a CPU in %.1f s (to see where threads wait, use -m wall)",
 			 s->st.seconds);

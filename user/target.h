@@ -26,6 +26,7 @@ struct target {
 	char cwd[PATH_MAX];	/* for shortening file names */
 	size_t cwd_len;
 	double names_next;	/* session: earliest next read of threading's names */
+	uint64_t cpu_ticks;	/* session: its CPU time when sampling began for it */
 	double threads_next;	/* ingest: next read of its thread list into the BPF cache; 0: none due */
 	int version_partial;	/* refused as too old by "X.Y" from a file name
 				 * alone: a libpython still loading may name it fully */

@@ -395,6 +395,23 @@ static void on_tick(struct session *s, void *ctx)
 		draw(t);
 }
 
+static void term_error(const char *what)
+{
+	tb_error("top: %s '%s' (set TERM to your terminal, e.g. TERM=xterm)", what,
+		 getenv("TERM") ? getenv("TERM") : "");
+}
+
+/*
+ * The table is drawn in place: a terminal that cannot put the cursor
+ * where it is wanted (TERM=dumb, a hard-copy one) would show nothing usable.
+ */
+static int can_place_cursor(void)
+{
+	char *cup = tigetstr("cup");
+
+	return cup && cup != (char *)-1 && tigetflag("hc") <= 0;
+}
+
 int top_attach(struct top *t, struct session *s, const struct options *o)
 {
 	int err;
@@ -409,11 +426,15 @@ int top_attach(struct top *t, struct session *s, const struct options *o)
 	}
 	/* An unknown TERM is found out now, before BPF is loaded. */
 	if (setupterm(NULL, STDOUT_FILENO, &err) != OK) {
-		tb_error("top: cannot drive terminal type '%s' (set TERM to your terminal, e.g. TERM=xterm)",
-			 getenv("TERM") ? getenv("TERM") : "");
+		term_error("cannot drive terminal type");
 		return TB_EXIT_RUNTIME;
 	}
+	err = can_place_cursor();
 	del_curterm(cur_term);
+	if (!err) {
+		term_error("cannot move the cursor on terminal type");
+		return TB_EXIT_RUNTIME;
+	}
 	session_set_tick(s, on_tick, t, 0.1);
 	session_watch_fd(s, STDIN_FILENO, on_key, t);
 	return 0;
@@ -426,8 +447,7 @@ int top_begin(struct top *t)
 	setlocale(LC_CTYPE, "");
 	scr = newterm(NULL, stdout, stdin);
 	if (!scr) {
-		tb_error("top: cannot drive terminal type '%s' (set TERM to your terminal, e.g. TERM=xterm)",
-			 getenv("TERM") ? getenv("TERM") : "");
+		term_error("cannot drive terminal type");
 		return TB_EXIT_RUNTIME;
 	}
 	t->screen = scr;

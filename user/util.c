@@ -36,6 +36,21 @@ const char *base_name(const char *path)
 	return slash && slash[1] ? slash + 1 : path;
 }
 
+const char *ordinal_suffix(unsigned long n)
+{
+	if (n % 100 >= 11 && n % 100 <= 13)	/* 11th, 12th, 113th */
+		return "th";
+	switch (n % 10) {
+	case 1:
+		return "st";
+	case 2:
+		return "nd";
+	case 3:
+		return "rd";
+	}
+	return "th";
+}
+
 void seterr(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;

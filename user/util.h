@@ -23,6 +23,9 @@ int array_grow(void *arr, size_t *cap, size_t need, size_t size, size_t first);
 /* What follows the last '/', or the whole path when nothing does. */
 const char *base_name(const char *path);
 
+/* English ordinal suffix: 1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st, 111th. */
+const char *ordinal_suffix(unsigned long n);
+
 /* printf into err[errlen] when the caller gave one (err may be NULL). */
 void seterr(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -81,6 +81,26 @@ def test_command_exit_status():
     stacks = res.stacks()
     check(any("main_phase" in s.names for s in stacks), "main_phase missing [top: %s]"
           % fmt_stacks(stacks, 4))
+    last = res.err_lines()[-1]
+    check(last.endswith("; the command exited with status 3"),
+          "the closing line does not give the command's status 3: %r" % last)
+
+
+@timeout(60)
+def test_command_status_in_closing_line():
+    """The command's own end, when it is not a clean exit 0 and the run did
+    not end it: killed by a signal is said; exit 0 and a command ended by -d
+    say nothing."""
+    py = common.primary_python()
+    for code, want in (("import os, signal\nfor i in range(2000000): pass\n"
+                        "os.kill(os.getpid(), signal.SIGKILL)", "; the command was killed by signal 9"),
+                       ("for i in range(2000000): pass", None),
+                       ("while True: pass", None)):
+        res = _run_cmd(["-d", 2], [py.path, "-c", code])
+        check(res.rc == 0, "profiler %s %s" % (common.sigdesc(res.rc), res.where()))
+        last = res.err_lines()[-1]
+        check((want in last) if want else "the command" not in last,
+              "closing line %r, want %r" % (last, want or "no word of the command"))
 
 
 @timeout(60)
@@ -187,10 +207,11 @@ def test_pid_subprocesses_later():
 @timeout(30)
 def test_command_not_python():
     """-- /bin/sleep 1: nothing to profile. One line says the command is not
-    Python; the run ends with it, exit 1 (nothing profiled), empty profile."""
+    Python; the run ends with it, exit 1 (nothing profiled), and the -o file
+    it created is not left behind."""
     res = _run_cmd(["-F", 199], ["/bin/sleep", "1"], timeout_s=20)
     check(res.rc == 1, "profiler %s, want exit 1 %s" % (common.sigdesc(res.rc), res.where()))
-    check(res.profile_bytes() == b"", "profile not empty: %r" % res.profile_bytes()[:200])
+    check(not os.path.exists(res.outfile), "the -o file %s was left behind" % res.outfile)
     w = res.err_lines()
     check(len(w) == 1 and re.search(r"not a Python process", w[0]),
           "want one 'not a Python process' line, got %r %s" % (w, res.where()))

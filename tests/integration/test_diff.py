@@ -181,6 +181,17 @@ def test_diff_errors():
     _one_error(*_diff(good, good, "--bogus"), 2, r"--bogus: unknown option")
     _one_error(*_diff(good, good, "-o", art_path("x.json")), 2, r"svg or collapsed")
     _one_error(*_diff(good, good, "-f", "pprof"), 2, r"svg or collapsed")
+    # an extension no format has: refused as the main -o and replay -o refuse it
+    xyz = art_path("d.xyz")
+    _one_error(*_diff(good, good, "-o", xyz), 2, r"\.xyz is not the extension")
+    check(not os.path.exists(xyz), "diff -o d.xyz: the file was written")
+    # an empty profile: one line naming it, exit 1, nothing written
+    empty = art_path("empty.folded")
+    open(empty, "w").close()
+    for pair in ((empty, empty), (empty, good), (good, empty)):
+        svg = art_path("empty-diff.svg")
+        _one_error(*_diff(pair[0], pair[1], "-o", svg), 1, re.escape(empty) + ": no samples")
+        check(not os.path.exists(svg), "diff of an empty profile wrote %s" % svg)
     rc, out, err = _diff("--help")
     check(rc == 0 and b"BASE NEW" in out and b"replay" in out, "diff --help: %d %r" % (rc, out))
 

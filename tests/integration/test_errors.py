@@ -89,6 +89,8 @@ def test_error_rate_unsafe():
     _expect_error(pid, ["-c", "20000", "-d", 1], 2,
                   must=[r"50000 interrupts per second", r"-c 50000 or more", r"--unsafe-rate"],
                   what="-c 20000")
+    # 20000.4 Hz, which an integer rate rounded down to the limit (README: below 50000 ns)
+    _expect_error(pid, ["-c", "49999", "-d", 1], 2, must=[r"-c 50000 or more"], what="-c 49999")
     _expect_error(pid, ["-e", "task-clock", "-c", "10000", "-d", 1], 2,
                   must=[r"task-clock every 10000 ns"], what="-e task-clock -c 10000")
     res = run_profiler(pid, ["-F", 20000, "-d", 1, "-o", "/dev/null"], timeout=20)
@@ -287,5 +289,58 @@ def test_error_idle_target():
     check(res.rc == 1, "idle target: %s, want exit 1 %s" % (_desc(res.rc), res.where()))
     check(len(lines) == 1 and "-m wall" in lines[0] and LINE_RE.match(lines[0]),
           "idle target: want one line pointing to -m wall, got %r" % lines)
-    check(not os.path.exists(out) or os.path.getsize(out) == 0,
-          "idle target: a profile was written to %s" % out)
+    check(not os.path.exists(out), "idle target: %s was left behind (%d bytes)"
+          % (out, os.path.getsize(out) if os.path.exists(out) else 0))
+
+
+@timeout(60)
+def test_error_busy_target_event_never_fires():
+    """A busy target that the event never hit (a period longer than the run,
+    page faults it does not take) was blamed as idle: 'used no CPU ... use
+    -m wall'. The line says it ran, and what to change."""
+    w = _target()
+    for args, words in ((["-c", 4294967297], ["sampling period", "-c 4294967297"]),
+                        (["-e", "page-faults", "-c", 1, "--unsafe-rate"],
+                         ["page-faults", "never fired", "another event"])):
+        _expect_error(w.pid, ["-d", 2] + args, 1, must=[r"ran \d+\.\d+ s of CPU"] + words,
+                             must_not=["used no CPU", "-m wall"], what=" ".join(map(str, args)))
+
+
+@timeout(60)
+def test_error_stopped_during_setup():
+    """SIGINT while BPF is being loaded: 'used no CPU in 0.0 s' blamed the
+    target; the line says the run was stopped before sampling began."""
+    import signal
+    import time
+    from common import start_profiler
+    w = _target()
+    prof = start_profiler(w.pid, ["-d", 10])
+    time.sleep(0.1)
+    prof.signal(signal.SIGINT)
+    res = prof.finish(20)
+    lines = res.err_lines()
+    check(res.rc == 1 and len(lines) == 1 and "before sampling began" in lines[0]
+          and "no CPU" not in lines[0] and LINE_RE.match(lines[0]),
+          "SIGINT during set-up: want exit 1 and one line saying the run was stopped before "
+          "sampling began %s" % res.where())
+
+
+@timeout(30)
+def test_error_subprocesses_no_python():
+    """-s -p SHELL whose children never ran Python ended with '--all-python:
+    no CPython process ran', an option not given: the line names -p PID -s."""
+    p = spawn(["sleep", "60"], stdin=subprocess.DEVNULL)
+    res = run_profiler(p.pid, ["-s", "-d", 1], timeout=20)
+    last = res.err_lines()[-1] if res.err_lines() else ""
+    check(res.rc == 1 and ("-p %d -s" % p.pid) in last and "--all-python" not in last
+          and "children" in last and LINE_RE.match(last),
+          "-s -p (not Python): want exit 1 and a last line naming -p PID -s %s" % res.where())
+
+
+@timeout(30)
+def test_error_btf_not_btf():
+    """--btf FILE that is no BTF reached the BPF loader: 'BPF: cannot load the
+    BPF program: Unknown error 4001'. Checked first, one line naming it."""
+    _expect_error(_target().pid, ["--btf", "/etc/passwd", "-d", 1], 1,
+                  must=["--btf /etc/passwd", "not a BTF file"], must_not=["4001", "BPF:"],
+                  max_elapsed=2.5, what="--btf /etc/passwd")

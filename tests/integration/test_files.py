@@ -42,8 +42,8 @@ def _intact(path, before, what):
           "%s: the file was modified (now %d bytes: %r)" % (what, len(data), data[:80]))
 
 
-def _refused(res, what, words=()):
-    check(res.rc == 1, "%s: expected exit 1, got %s %s" % (what, res.rc, res.where()))
+def _refused(res, what, words=(), rc=1):
+    check(res.rc == rc, "%s: expected exit %d, got %s %s" % (what, rc, res.rc, res.where()))
     lines = res.err_lines()
     check(len(lines) == 1 and lines[0].startswith("tachyon-bpf: "),
           "%s: want one 'tachyon-bpf: ...' line on stderr, got %r" % (what, lines))
@@ -193,3 +193,66 @@ def test_stats_other_users_file_in_sticky_dir():
     before = _victim(path, uid=OTHER, mode=0o666)
     run_profiler(w.pid, ["-F", 99, "-d", 1, "--stats", path], timeout=30)
     _intact(path, before, "root's --stats over uid %d's file" % OTHER)
+
+
+def _closed(fds):
+    """A prefix that runs the profiler with these of fds 0-2 closed."""
+    return ["sh", "-c", 'exec "$@" ' + " ".join("%d>&-" % fd for fd in fds), "sh"]
+
+
+@timeout(60)
+def test_closed_std_fds():
+    """fd 2 closed: the next file opened took its number, so the closing line
+    (or an error) was written into the -o file. fd 1 closed with the profile
+    on stdout: refused up front, not 'writing the profile: Invalid argument'
+    after the run."""
+    w = _target()
+    d = tempfile.mkdtemp(prefix="files-", dir=artifacts())
+    path = os.path.join(d, "f.folded")
+    res = run_profiler(w.pid, ["-F", 99, "-d", 1, "-o", path], timeout=30, prefix=_closed([2]))
+    check(res.rc == 0, "2>&-: exit %s %s" % (res.rc, res.where()))
+    data = open(path, "rb").read()
+    check(b"spin_inner" in data and b"tachyon-bpf" not in data,
+          "2>&-: the -o file holds more than the profile: %r" % data[-300:])
+    path = os.path.join(d, "c.folded")
+    res = run_profiler(unused_pid(), ["-d", 1, "-o", path], timeout=30, prefix=_closed([0, 2]))
+    check(res.rc == 1, "2>&- with a missing pid: exit %s, want 1" % res.rc)
+    check(not os.path.exists(path) or b"tachyon-bpf" not in open(path, "rb").read(),
+          "2>&-: the error message went into the -o file")
+    res = run_profiler(w.pid, ["-d", 3], timeout=30, prefix=_closed([1]))
+    _refused(res, ">&-", ["stdout: closed", "-o FILE"], rc=2)
+    check(res.elapsed < 2.5, ">&-: refused only after the run (%.1f s)" % res.elapsed)
+
+
+def _idle_target():
+    script = os.path.join(artifacts(), "idle_files.py")
+    with open(script, "w") as f:
+        f.write("import os, time\nprint('READY {\"pid\": %d}' % os.getpid(), flush=True)\n"
+                "time.sleep(60)\n")
+    return start_workload(primary_python(), None, script_path=script)
+
+
+@timeout(60)
+def test_no_profile_leaves_no_new_file():
+    """A run that writes no profile (no such process, no samples, a later -o
+    refused) left a 0-byte file behind for each -o it had opened: a file
+    that was not there before the run is removed; one that was is kept."""
+    d = tempfile.mkdtemp(prefix="files-", dir=artifacts())
+    new = lambda name: os.path.join(d, name)
+    res = run_profiler(unused_pid(), ["-d", 1, "-o", new("c.svg"), "--stats", new("c.json")],
+                       timeout=30)
+    check(res.rc == 1, "missing pid: exit %s %s" % (res.rc, res.where()))
+    w = _target()
+    res = run_profiler(w.pid, ["-d", 1, "-o", new("b.svg"), "-o", "/nonexistent/c.svg"],
+                       timeout=30)
+    _refused(res, "-o b.svg -o /nonexistent/c.svg", ["/nonexistent/c.svg"])
+    idle = _idle_target()
+    res = run_profiler(idle.pid, ["-d", 1, "-o", new("f.svg"), "-o", new("f.tby")], timeout=30)
+    _refused(res, "idle target", ["no samples"])
+    res = run_profiler(None, ["replay", new("none.tby"), "-o", new("r.svg")], timeout=30)
+    check(res.rc == 1, "replay of a missing file: exit %s %s" % (res.rc, res.where()))
+    left = sorted(os.listdir(d))
+    check(not left, "files left behind by runs that wrote no profile: %s" % left)
+    before = _victim(new("kept.svg"))
+    run_profiler(idle.pid, ["-d", 1, "-o", new("kept.svg")], timeout=30)
+    _intact(new("kept.svg"), before, "idle target over an existing file")

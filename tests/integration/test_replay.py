@@ -176,3 +176,18 @@ def test_replay_killed_run():
           % (sorted(names), in_gecko, total))
     with open(outs["trace.json"]) as f:
         json.load(f)
+
+
+@timeout(60)
+def test_replay_outputs_checked_first():
+    """replay X.tby -o ra.svg -o /nonexistent/b.svg wrote ra.svg, then failed:
+    every -o is checked before any is written, as a recording checks them."""
+    w = start_workload(primary_python(), "spinner.py", 30)
+    tby = art_path("first.tby")
+    run_profiler(w.pid, ["-F", 99, "-d", 1, "-o", tby], timeout=30).expect_ok()
+    ra = art_path("ra.svg")
+    rc, out, err = _replay(tby, "-o", ra, "-o", "/nonexistent/b.svg")
+    lines = [l for l in err.split("\n") if l]
+    check(rc == 1 and len(lines) == 1 and "/nonexistent/b.svg" in lines[0],
+          "replay with a bad second -o: exit %d, stderr %r" % (rc, err))
+    check(not os.path.exists(ra), "replay wrote ra.svg before refusing /nonexistent/b.svg")

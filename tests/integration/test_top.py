@@ -322,3 +322,26 @@ def test_record_progress():
     finally:
         t.close()
 
+
+
+@timeout(60)
+def test_top_dumb_terminal():
+    """TERM=dumb in a pty: top drew nothing usable and exited 0; a terminal
+    that cannot place the cursor is refused like an unset TERM."""
+    w = start_workload(primary_python(), "spinner.py", 30)
+    for term in ("dumb", None):
+        master, slave = os.openpty()
+        env = dict(os.environ)
+        env.pop("TERM", None)
+        if term:
+            env["TERM"] = term
+        p = spawn([binary(), "top", "-p", str(w.pid), "-d", "3"], stdin=slave, stdout=slave,
+                  stderr=subprocess.PIPE, env=env)
+        os.close(slave)
+        _, err = p.communicate(timeout=20)
+        os.close(master)
+        lines = err.decode().strip().split("\n")
+        check(p.returncode == 1 and len(lines) == 1
+              and re.match(r"^tachyon-bpf: top: .*'%s'.* \(set TERM .+\)$" % (term or ""), lines[0]),
+              "top with TERM=%s: exit %d, stderr %r; want exit 1 and one line to set TERM"
+              % (term, p.returncode, err))

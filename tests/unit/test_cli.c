@@ -11,6 +11,7 @@
 #include <cmocka.h>
 #include "cli.h"
 #include "tachyon.h"
+#include "util.h"
 
 static struct options o;
 static char err[4096];
@@ -92,6 +93,8 @@ static void test_bad_frequency(void **state)
 	assert_one_line("not a number");
 	assert_int_equal(PARSE("-p", "1", "-F", "99x"), 2);
 	assert_one_line("not a number");
+	assert_int_equal(PARSE("-p", "1", "-F", "99999999999999999999"), 2);
+	assert_one_line("perf_event_max_sample_rate");
 	snprintf(big, sizeof(big), "%llu", (unsigned long long)cli_max_sample_rate() + 1);
 	assert_int_equal(PARSE("-p", "1", "-F", big), 2);
 	assert_one_line("perf_event_max_sample_rate");
@@ -119,12 +122,22 @@ static void test_bad_other(void **state)
 	assert_one_line("-d 0");
 	assert_int_equal(PARSE("-p", "1", "-d", "soon"), 2);
 	assert_one_line("-d soon");
+	/* decimal only, as -F, -c and -p */
+	assert_int_equal(PARSE("-p", "1", "-d", "0x10"), 2);
+	assert_one_line("-d 0x10");
+	assert_int_equal(PARSE("-p", "1", "-d", "1e3"), 2);
+	assert_one_line("-d 1e3");
+	assert_int_equal(PARSE("-p", "1", "-d", ".5"), -1);
+	assert_int_equal(PARSE("--", ""), 2);
+	assert_one_line("-- '': empty command name");
 	assert_int_equal(PARSE("-p", "1", "--bogus"), 2);
 	assert_one_line("--bogus: unknown option");
 	assert_int_equal(PARSE("-p", "1", "-Z"), 2);
 	assert_one_line("-Z: unknown option");
 	assert_int_equal(PARSE("-p"), 2);
 	assert_one_line("needs a value");
+	assert_int_equal(PARSE("-s", "--all-python"), 2);
+	assert_one_line("-s and --all-python: give one of them");
 	assert_int_equal(PARSE("-p", "1", "stray"), 2);
 	assert_one_line("stray: unexpected argument");
 	assert_int_equal(PARSE("-p", "1", "-o", ""), 2);
@@ -320,6 +333,51 @@ static void test_output_extensions(void **state)
 	assert_one_line("(see tachyon-bpf top --help)");
 }
 
+/* Two outputs naming one file: the last written would hold only itself. */
+static void test_same_output_file(void **state)
+{
+	char dir[] = "/tmp/tb-cli-XXXXXX", file[64], other[64];
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(PARSE("-p", "5", "-o", "same.folded", "--stats", "same.folded"), 2);
+	assert_one_line("-o same.folded and --stats same.folded: the same file");
+	assert_int_equal(PARSE("-p", "5", "-o", "a.svg", "-o", "./a.svg"), 2);
+	assert_one_line("the same file");
+	assert_int_equal(PARSE("-p", "5", "-o", "a.svg", "-o", "a.tby", "--stats", "a.json"), -1);
+	assert_int_equal(PARSE("-p", "5", "-o", "/dev/null", "--stats", "/dev/null"), -1);
+	/* an existing file by two names: a hard link */
+	assert_non_null(mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/p.folded", dir);
+	snprintf(other, sizeof(other), "%s/q.folded", dir);
+	f = fopen(file, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(link(file, other), 0);
+	assert_int_equal(PARSE("-p", "5", "-o", file, "--stats", other), 2);
+	assert_one_line("the same file");
+	unlink(other);
+	unlink(file);
+	rmdir(dir);
+}
+
+/* "every 251st tick" in the closing line. */
+static void test_ordinal_suffix(void **state)
+{
+	static const struct { unsigned long n; const char *s; } want[] = {
+		{ 1, "st" }, { 2, "nd" }, { 3, "rd" }, { 4, "th" }, { 11, "th" }, { 12, "th" },
+		{ 13, "th" }, { 21, "st" }, { 22, "nd" }, { 23, "rd" }, { 101, "st" },
+		{ 111, "th" }, { 112, "th" }, { 113, "th" }, { 251, "st" }, { 1000, "th" },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (strcmp(ordinal_suffix(want[i].n), want[i].s))
+			fail_msg("%lu%s, want %lu%s", want[i].n, ordinal_suffix(want[i].n),
+				 want[i].n, want[i].s);
+}
+
 /* The help of a command, captured from stdout. */
 static void help_of(const char *cmd, char *out, size_t len)
 {
@@ -377,6 +435,8 @@ int main(void)
 		cmocka_unit_test(test_command_help),
 		cmocka_unit_test(test_pyspy_spellings),
 		cmocka_unit_test(test_output_extensions),
+		cmocka_unit_test(test_same_output_file),
+		cmocka_unit_test(test_ordinal_suffix),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

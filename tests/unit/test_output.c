@@ -198,6 +198,11 @@ static void test_writer_table(void **state)
 	assert_string_equal(writer_default()->name, "collapsed");
 	assert_ptr_equal(writer_for_path("x.folded"), writer_find("collapsed"));
 	assert_null(writer_for_path("x.unknown"));
+	/* an extension no format has is refused; no extension is collapsed */
+	assert_string_equal(writer_unknown_ext("d/x.xyz"), ".xyz");
+	assert_null(writer_unknown_ext("x.SVG"));
+	assert_null(writer_unknown_ext("dir.d/out"));
+	assert_null(writer_unknown_ext(".hidden"));
 	assert_null(writer_find("nope"));
 }
 

@@ -829,6 +829,7 @@ static void test_parse_stat(void **state)
 					 " 5 6 7 8 20 0 1 0 123456 99 1\n", &st), 0);
 	assert_int_equal(st.state, 'S');
 	assert_int_equal(st.ppid, 7);
+	assert_int_equal(st.cpu_ticks, 5 + 6);	/* utime + stime */
 	assert_int_equal(st.start_time, 123456);
 	/* Cut before field 22: the state and parent still count. */
 	assert_int_equal(proc_parse_stat("9 (x) Z 1 9", &st), 0);

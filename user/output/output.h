@@ -72,6 +72,12 @@ const struct writer *writer_find(const char *name);
 /* The writer for a path's extension, or NULL if none matches. */
 const struct writer *writer_for_path(const char *path);
 const struct writer *writer_default(void);
+/*
+ * The extension of path's file name ("x.html": ".html") when it has one and
+ * no writer takes it, else NULL (a name without one is collapsed stacks):
+ * every -o refuses such a name rather than fill x.html with collapsed text.
+ */
+const char *writer_unknown_ext(const char *path);
 /* "collapsed, svg, ..." for messages. */
 const char *writer_names(void);
 /* ".folded, .svg, ... or .summary": each format's main extension, for messages. */

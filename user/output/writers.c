@@ -79,6 +79,15 @@ const struct writer *writer_for_path(const char *path)
 	return best;
 }
 
+const char *writer_unknown_ext(const char *path)
+{
+	const char *base = strrchr(path, '/'), *dot;
+
+	base = base ? base + 1 : path;
+	dot = strrchr(base, '.');
+	return dot && dot != base && !writer_for_path(path) ? dot : NULL;
+}
+
 const struct writer *writer_default(void)
 {
 	return &writers[0];
