@@ -289,6 +289,7 @@ struct scratch {
 	struct tb_walk walk;
 	__u64 last_tstate;	/* the thread state find_tstate() found */
 	__u64 woke_ns;		/* when a new stack last woke the consumer */
+	__u64 weight;		/* periods this sample is worth: 1, or tick_weight()'s */
 	struct memo_head mh[MEMO_SETS];
 	struct ts_slot tsc[TSC];
 	__u8 buf[TB_READ_MAX + 8] __attribute__((aligned(8)));
@@ -346,7 +347,6 @@ struct walk_ctx {
 	struct tb_chain ch;	/* the walk, by the rules of pywalk.h */
 	struct window w;	/* the frame stack bytes in s->win */
 	struct memo_cursor m;
-	__u32 extra;		/* periods the sample is worth beyond one (tick_weight()) */
 };
 
 struct find_ctx {
@@ -1543,11 +1543,11 @@ struct {
 	__type(value, struct tick_rt);
 } tick_rt SEC(".maps");
 
-#define TICK_EXTRA_MAX 0xffffff	/* a record's weight is 32 bits */
+#define TICK_WEIGHT_MAX 0xffffff	/* a record's weight is 32 bits */
 
-/* The periods this tick's sample of current is worth, less one, in c->extra;
- * 0 if none (no sample). A thread's first sample is worth one. */
-static __always_inline int tick_weight(struct walk_ctx *c)
+/* The periods this tick's sample of current is worth, in s->weight; 0 if
+ * none (no sample). A thread's first sample is worth one. */
+static __always_inline int tick_weight(struct scratch *s)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 now = task->se.sum_exec_runtime, ran, periods;
@@ -1566,7 +1566,7 @@ static __always_inline int tick_weight(struct walk_ctx *c)
 	rt->carry = ran - periods * period_ns;
 	if (!periods)
 		return 0;
-	c->extra = periods - 1 > TICK_EXTRA_MAX ? TICK_EXTRA_MAX : periods - 1;
+	s->weight = periods > TICK_WEIGHT_MAX ? TICK_WEIGHT_MAX : periods;
 	return 1;
 }
 
@@ -1576,12 +1576,17 @@ static __always_inline struct tb_walk *sample_begin(struct walk_ctx *c, __u32 pi
 {
 	struct tb_walk *L = bpf_map_lookup_elem(&procs, &pid);
 
-	/* --timeline keeps one period a sample: its samples are points in
-	 * time, and a weighted one would stand for time before it. */
-	if (!L || (weighted && !timeline && !tick_weight(c)))
+	if (!L)
 		return NULL;
 	lat_begin(pid);
 	if (!begin(c, L))
+		return NULL;
+	/* In the scratch area, not in c: the tail-call walker's chain of
+	 * frames (tc_close -> sample_done -> push_stack) has no 8 bytes to
+	 * spare. --timeline keeps one period a sample: its samples are
+	 * points in time, and a weighted one would stand for time before it. */
+	c->s->weight = 1;
+	if (weighted && !timeline && !tick_weight(c->s))
 		return NULL;
 	lat_pretouch_k(c->s, sizeof(struct scratch));
 	lat_phase(0);
@@ -1625,7 +1630,7 @@ static __noinline void sample_done(void *ctx, struct walk_ctx *c, __u64 pid_tid,
 	kstack = kernel_stack(ctx, c->cnt);
 	counted = !timeline && c->s->walk.reg.acked;
 	stack_sample(c->s, tid, c->ch.flags, kstack, native_leaf(c),
-		     counted ? 1 + c->extra : 0);
+		     counted ? c->s->weight : 0);
 	ret = push_stack(c->s, pid, c->ch.hash, c->ch.depth, exc);
 	if (ret > 0)
 		lat_phase(5);
@@ -1638,21 +1643,27 @@ static __noinline void sample_done(void *ctx, struct walk_ctx *c, __u64 pid_tid,
 	if (ret > 0 && counted)
 		goto sent;	/* in the stack record */
 	kept = counted ? count_sample(pid, tid, c->ch.hash, c->ch.flags, kstack,
-				      native_leaf(c), 1 + c->extra) : -1;
+				      native_leaf(c), c->s->weight) : -1;
 	if (kept >= 0) {
 		count(c->cnt, TB_C_AGGREGATED);
 		if (kept)
 			count(c->cnt, TB_C_COUNT_NEW);
-	} else if (push_record(pid, tid, c->ch.hash, c->ch.flags, 1 + c->extra, kstack, 0,
-			       native_leaf(c)) < 0) {
-		count(c->cnt, TB_C_LOST);
-		goto out;
+	} else {
+		/* A record of its own (--timeline, a full map) is worth one
+		 * period: a weight here overflows the tail-call walker's 512
+		 * bytes of frames (tc_close -> sample_done -> push_stack). */
+		c->s->weight = 1;
+		if (push_record(pid, tid, c->ch.hash, c->ch.flags, 1, kstack, 0,
+				native_leaf(c)) < 0) {
+			count(c->cnt, TB_C_LOST);
+			goto out;
+		}
 	}
 sent:
 	if (ret > 0)
 		count(c->cnt, TB_C_STACKS);
 	count(c->cnt, TB_C_SAMPLES);
-	c->cnt[TB_C_TICK_EXTRA] += c->extra;
+	c->cnt[TB_C_TICK_EXTRA] += c->s->weight - 1;
 out:
 	lat_end(ok, pid);
 	if (t0)
