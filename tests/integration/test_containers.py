@@ -50,10 +50,12 @@ def _container_cmd(python, script_args):
             "sh", "-c", script]
 
 
-def _start_container(python, seconds=60):
+def _start_ns(python, script_args):
+    """`python script_args...` as pid 1 of new mount+pid namespaces; its
+    Workload (READY read: w.info) with w.host_pid, its pid outside."""
     check(not os.path.exists(INSIDE), "%s exists outside the namespace: the test would "
           "not tell the two paths apart" % INSIDE)
-    argv = _container_cmd(python, [os.path.join(WORKLOADS, "ct_app.py"), str(seconds)])
+    argv = _container_cmd(python, script_args)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env.pop("PYTHONPATH", None)
     errp = art_path("container-%d.stderr" % len(common._PROCS))
@@ -61,12 +63,11 @@ def _start_container(python, seconds=60):
         proc = spawn(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errf,
                      env=env)
     w = Workload(proc, {}, "container")
-    line = w.read_line(30)
+    line = w.read_line(60)
     if not line or not line.startswith("READY "):
         with open(errp, "rb") as f:
             fail("container not ready (%r, rc %s): %s" % (line, proc.poll(),
                                                           f.read().decode()[-400:]))
-    info = json.loads(line[6:])
     # unshare forks the namespace's pid 1; sh execs Python in it.
     with open("/proc/%d/task/%d/children" % (proc.pid, proc.pid)) as f:
         kids = [int(x) for x in f.read().split()]
@@ -75,12 +76,18 @@ def _start_container(python, seconds=60):
     with open("/proc/%d/status" % host_pid) as f:
         nspid = [l.split()[1:] for l in f if l.startswith("NSpid:")][0]
     check(nspid == [str(host_pid), "1"], "NSpid of %d: %s" % (host_pid, nspid))
+    w.info, w.host_pid = json.loads(line[6:]), host_pid
+    return w
+
+
+def _start_container(python, seconds=60):
+    w = _start_ns(python, [os.path.join(WORKLOADS, "ct_app.py"), str(seconds)])
+    info = w.info
     check(info["pid"] == 1 and info["executable"].startswith(INSIDE),
           "container READY %r" % info)
-    with open("/proc/%d/maps" % host_pid) as f:
+    with open("/proc/%d/maps" % w.host_pid) as f:
         maps = f.read()
     check(INSIDE in maps, "the interpreter is not mapped from %s" % INSIDE)
-    w.info, w.host_pid = info, host_pid
     return w
 
 
@@ -144,3 +151,23 @@ def test_container_pid():
     res = run_profiler(w.host_pid, ["-F", 199, "-d", 1, "--subprocesses", "--pids"],
                        timeout=30, stats=True).expect_ok()
     _check_container(res, w, "-p --subprocesses --pids", True)
+
+
+@timeout(120)
+def test_container_many_threads():
+    """A process in its own pid namespace with more threads than the BPF
+    side searches (the newest 512): userspace enters its thread states in
+    the BPF cache by the kernel's tids (NSpid maps the namespace's), so its
+    oldest thread, busy, is sampled and no sample lacks a thread state."""
+    w = _start_ns(common.Interp("/usr/bin/python3.11"),
+                  [os.path.join(WORKLOADS, "many_threads.py"), "600", "90"])
+    res = run_profiler(w.host_pid, ["-F", 99, "-d", 2], timeout=60, stats=True).expect_ok()
+    st = res.stats()
+    check_stats_invariant(st, res.where())
+    n = sum(s.count for s in res.stacks())
+    spin = sum(s.count for s in res.stacks() if s.names[-1:] == ["spin_main"])
+    check(st["dropped"]["no_tstate"] == 0 and st["tstates_seeded"] >= 600,
+          "no_tstate %d, thread states entered %d of 600 threads %s"
+          % (st["dropped"]["no_tstate"], st["tstates_seeded"], res.where()))
+    check(n >= 60 and spin >= 0.9 * n, "%d samples, %d in spin_main [%s] %s"
+          % (n, spin, common.fmt_stacks(res.stacks(), 3), res.where()))
