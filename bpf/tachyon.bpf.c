@@ -1523,17 +1523,21 @@ static __always_inline struct scratch *begin(struct walk_ctx *c, struct tb_walk 
  * (timer wake-ups coalesce with the tick's hrtimer expiry) is never seen,
  * and the thread it interrupts gets its time: a busy thread sharing its CPU
  * with a process that slept 1 ms and ran 1 ms was counted 2.05 s for its
- * 1.73 s of CPU (+18 %), per-thread cpu-clock 1.82 s. So a tick's sample is
- * worth the CPU time the thread ran since its last one (the scheduler's
+ * 1.73 s of CPU (+18 %), per-thread cpu-clock 1.82 s. So a thread that left
+ * the CPU since its last sample (its context-switch counts moved) has that
+ * sample weighted by the CPU time it ran since (the scheduler's
  * sum_exec_runtime), in whole periods, the rest carried: 0 periods, no
- * sample; 3, a sample counted 3 times. Each thread's total is then its CPU
- * time whoever shares its CPU; within the thread, time goes to the stacks
- * the ticks find, as before. Task storage: freed with the thread, and one
- * pointer away from current (no hash lookup).
+ * sample; 3, a sample counted 3 times. A thread that stayed on the CPU ran
+ * the whole period: one, as unweighted. (Weighting that one too skewed
+ * shares inside a busy thread by 3-5 points: sum_exec_runtime is as of the
+ * last update_curr(), which the tick makes only after this hook and a
+ * wake-up on the CPU makes at any time, so its steps jitter by a period and
+ * a sample got 0 or 2 by the update's timing, not by where the thread ran.)
+ * Task storage: freed with the thread, one pointer away from current.
  */
 struct tick_rt {
-	__u64 runtime;		/* sum_exec_runtime at the last sample, 0: none yet */
-	__u64 carry;		/* ns of run time not yet a whole period */
+	__u64 credited;		/* run time its samples stood for so far, 0: none yet */
+	__u64 switches;		/* nvcsw + nivcsw at its last sample */
 };
 
 struct {
@@ -1545,28 +1549,37 @@ struct {
 
 #define TICK_WEIGHT_MAX 0xffffff	/* a record's weight is 32 bits */
 
-/* The periods this tick's sample of current is worth, in s->weight; 0 if
- * none (no sample). A thread's first sample is worth one. */
+/*
+ * The periods this tick's sample of current is worth, in s->weight; 0 if
+ * none (no sample). A thread's first sample is worth one. `credited` moves
+ * by what was credited, not to sum_exec_runtime: that lags (see above), and
+ * what it has not caught up with yet goes to a later sample.
+ */
 static __always_inline int tick_weight(struct scratch *s)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u64 now = task->se.sum_exec_runtime, ran, periods;
+	__u64 now = task->se.sum_exec_runtime, sw = task->nvcsw + task->nivcsw, periods;
 	struct tick_rt *rt;
 
 	rt = bpf_task_storage_get(&tick_rt, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!rt)
 		return 1;	/* no memory: one period, as unweighted */
-	if (!rt->runtime) {
-		rt->runtime = now;
+	if (!rt->credited || sw == rt->switches) {
+		/* first seen, or on the CPU the whole period: one */
+		rt->credited = rt->credited ? rt->credited + period_ns : now;
+		rt->switches = sw;
 		return 1;
 	}
-	ran = now - rt->runtime + rt->carry;
-	rt->runtime = now;
-	periods = ran / period_ns;
-	rt->carry = ran - periods * period_ns;
+	rt->switches = sw;
+	if (now <= rt->credited)
+		return 0;
+	periods = (now - rt->credited) / period_ns;
 	if (!periods)
 		return 0;
-	s->weight = periods > TICK_WEIGHT_MAX ? TICK_WEIGHT_MAX : periods;
+	if (periods > TICK_WEIGHT_MAX)
+		periods = TICK_WEIGHT_MAX;
+	rt->credited += periods * period_ns;
+	s->weight = periods;
 	return 1;
 }
 

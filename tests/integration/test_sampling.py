@@ -75,9 +75,9 @@ def test_tick_rate(python):
 @python_independent
 def test_tick_shared_cpu(python):
     """A busy target sharing its CPU with a neighbour that wakes just after
-    ticks and sleeps before the next (tick_dodger.py): each tick's sample is
-    worth the target's CPU time since its last one, so its samples add up to
-    its own CPU time (time.process_time(), from its start to its end: the
+    ticks and sleeps before the next (tick_dodger.py): a sample of a thread
+    that left the CPU since its last one is worth its CPU time since, so the
+    target's samples add up to its own CPU time (time.process_time(), from its start to its end: the
     profile covers its whole life), not to the neighbour's too. Unweighted,
     the target was credited +18 % here; cpu-clock, which follows the thread's
     own clock, agreed within 2 %."""
