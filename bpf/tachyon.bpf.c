@@ -1513,11 +1513,6 @@ static __always_inline struct scratch *begin(struct walk_ctx *c, struct tb_walk 
 #define TIME_EVERY 16
 
 /*
- * One sample of the current thread, from either driver: a perf event
- * (on_sample) or the scheduler tick (on_tick). ctx is the driver's context,
- * only used for the kernel stack.
- */
-/*
  * -e tick, weighted by run time. The tick samples whoever runs when it
  * fires, so a task that wakes just after ticks and sleeps before the next
  * (timer wake-ups coalesce with the tick's hrtimer expiry) is never seen,
@@ -1583,6 +1578,11 @@ static __always_inline int tick_weight(struct scratch *s)
 	return 1;
 }
 
+/*
+ * One sample of the current thread, from either driver: a perf event
+ * (on_sample) or the scheduler tick (on_tick). ctx is the driver's context,
+ * only used for the kernel stack.
+ */
 /* A sample of a profiled process starts: c set up, the clock read or 0. */
 static __always_inline struct tb_walk *sample_begin(struct walk_ctx *c, __u32 pid, __u64 *t0,
 						    const int weighted)
