@@ -104,8 +104,6 @@ def test_tick_shared_cpu(python):
     check(abs(got - cpu) <= 0.08 * cpu + 0.05, "%d samples at %d Hz are %.2f s, the target "
           "ran %.2f s of CPU (%+.0f %%) %s" % (st["written"], hz, got, cpu,
                                                100 * (got / cpu - 1), res.where()))
-    check(st["collected"] > st["events"], "no sample weighted by run time (collected %d, "
-          "events %d) %s" % (st["collected"], st["events"], res.where()))
 
 
 @timeout(30)
