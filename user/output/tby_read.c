@@ -651,7 +651,8 @@ static int finish_journal(struct tby_file *f)
 			r->ticks[n++].sample = map[r->ticks[i].sample];
 		}
 	r->nticks = n;
-	qsort(r->ticks, r->nticks, sizeof(*r->ticks), rtick_cmp);
+	if (n)	/* no ticks: r->ticks may be NULL, which qsort may not take */
+		qsort(r->ticks, r->nticks, sizeof(*r->ticks), rtick_cmp);
 	trim_ticks(r, map);
 	free(map);
 	return 0;
