@@ -669,9 +669,12 @@ void session_run(struct session *s)
 	sampler_counters(&s->sampler, s->st.bpf);
 	s->st.cfi_on = !sampler_native_stats(&s->sampler, &s->st.cfi);
 	sampler_prog_stats(&s->sampler, &s->st.run_ns, &s->st.run_cnt);
-	for (i = 0; i < targets_count(s->ts); i++)
-		if (targets_get(s->ts, i) && !targets_get(s->ts, i)->exited)
-			cpu_count(s, targets_get(s->ts, i));
+	for (i = 0; i < targets_count(s->ts); i++) {
+		const struct target *t = targets_get(s->ts, i);
+
+		if (t && !t->exited)
+			cpu_count(s, t);
+	}
 	/* -- CMD outlived the run (-d, a signal); --keep-running leaves it be. */
 	if (s->child && !s->opt->keep_running)
 		child_end(s->child);
