@@ -1114,6 +1114,11 @@ int cli_parse(int argc, char **argv, struct options *o)
 		return TB_EXIT_USAGE;
 	if (o->command == CMD_RECORD && cli_check_stdout("", o->output))
 		return TB_EXIT_USAGE;
+	/* dump has no -o: its report would go to the /dev/null on fd 1. */
+	if (o->command == CMD_DUMP && safe_stdout_closed()) {
+		tb_error("dump: stdout: closed (redirect it: dump -p PID > FILE)");
+		return TB_EXIT_USAGE;
+	}
 	if (!o->writer)
 		o->writer = writer_default();
 	/* A time-ordered format needs every sample's time. */

@@ -222,6 +222,9 @@ def test_closed_std_fds():
     res = run_profiler(w.pid, ["-d", 3], timeout=30, prefix=_closed([1]))
     _refused(res, ">&-", ["stdout: closed", "-o FILE"], rc=2)
     check(res.elapsed < 2.5, ">&-: refused only after the run (%.1f s)" % res.elapsed)
+    # dump has no -o: with fd 1 closed its report went to /dev/null, exit 0.
+    res = run_profiler(None, ["dump", "-p", w.pid], timeout=30, prefix=_closed([1]))
+    _refused(res, "dump >&-", ["dump: stdout: closed", "> FILE"], rc=2)
 
 
 def _idle_target():
