@@ -59,9 +59,11 @@ def test_command_ended_after_duration(python):
 
 @timeout(60)
 def test_command_ignoring_sigterm_killed():
-    """A command that ignores SIGTERM gets SIGKILL 2 s later."""
+    """A command that ignores SIGTERM gets SIGKILL 2 s later. Wall mode: the
+    command sleeps, and a cpu-mode run of it has a sample only when a tick
+    happens to land in its ~10 ms start-up (CI: 'no samples', exit 1)."""
     python = common.primary_python()
-    res = _launch(["-d", 1], [python.path, "-c", IGNORE_TERM]).expect_ok()
+    res = _launch(["-d", 1, "-m", "wall"], [python.path, "-c", IGNORE_TERM]).expect_ok()
     _gone(_child_pid(res, "PID"), "survived", res)
     check(3 <= res.elapsed < 20, "the profiler took %.1f s: want -d 1 + the 2 s grace"
           % res.elapsed)
@@ -73,7 +75,7 @@ def test_command_keep_running():
     """--keep-running: the command outlives the run."""
     python = common.primary_python()
     cmd = [python.path, os.path.join(WORKLOADS, "modes.py"), "nap", 60]
-    res = _launch(["-d", 1, "--keep-running"], cmd).expect_ok()
+    res = _launch(["-d", 1, "-m", "wall", "--keep-running"], cmd).expect_ok()
     pid = _child_pid(res, "READY")
     try:
         check(_alive(pid), "the command (pid %d) was ended despite --keep-running %s"
