@@ -160,7 +160,7 @@ pick_accel() {
 	[ -z "$accel" ] || return 0
 	accel=tcg
 	if [ -w /dev/kvm ]; then
-		out=$(timeout 30 qemu-system-x86_64 -accel kvm -m 256 -smp 1 -nographic \
+		out=$(timeout 30 qemu-system-x86_64 -accel kvm -m 256 -smp "$smp" -nographic \
 			-no-reboot -cpu max -kernel "$kernel" \
 			-append "console=ttyS0 earlyprintk=ttyS0 panic=-1" </dev/null 2>&1 | tr -d '\r' || true)
 		if grep -q 'Linux version' <<<"$out"; then
