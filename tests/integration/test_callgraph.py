@@ -11,6 +11,7 @@ import os
 import signal
 import time
 
+from common import one_build_per_version
 from common import (WORKLOADS, art_path, check, check_stats_invariant, fail, kernel_hz,
                     pythons, start_workload, run_profiler, timeout, total)
 from common import old_python_too
@@ -47,6 +48,7 @@ def test_callgraph(python):
 
 
 @timeout(90)
+@one_build_per_version
 def test_callgraph_tick(python):
     """The scheduler tick at HZ (every tick): same structure and shares.
     8 s at 250 Hz gives ~2000 samples, half the -F 999 run's, for the same

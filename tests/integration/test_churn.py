@@ -8,12 +8,14 @@ contract's way to report a stack that could not be read to the bottom; they
 are tolerated up to PARTIAL_MAX of the samples (their frames must be right).
 The stats counters must agree with the output.
 """
+from common import one_build_per_version
 from common import check, fail, run_profiler, start_workload, timeout, total
 
 PARTIAL_MAX = 0.01
 
 
 @timeout(60)
+@one_build_per_version
 def test_call_churn(python):
     w = start_workload(python, "churn.py", 60)
     edges = set(tuple(e) for e in w.info["edges"])
@@ -70,6 +72,7 @@ def test_call_churn(python):
 
 
 @timeout(60)
+@one_build_per_version
 def test_stdlib_churn(python):
     """Fraction arithmetic: frames are pushed constantly (closures, __new__
     from C). No sample may contain garbage: no <unknown> frames, no

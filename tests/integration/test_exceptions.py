@@ -23,6 +23,7 @@ import time
 import xml.etree.ElementTree as ET
 
 import common
+from common import one_build_per_version
 from common import (WORKLOADS, art_path, binary, check, check_stats_invariant, fmt_stacks,
                     parse_collapsed, primary_python, run_profiler, start_workload, timeout,
                     total)
@@ -66,6 +67,7 @@ def _by_marker(stacks, where):
 
 @old_python_too
 @timeout(120)
+@one_build_per_version
 def test_exception_mode_shares(python):
     w, truth_path = _workload(python)
     time.sleep(0.5)

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import time
 
+from common import one_build_per_version
 from common import (REPO, WORKLOADS, Workload, art_path, check, check_stats_invariant, fail,
                     fmt_stacks, max_sample_rate, parse_collapsed, primary_python,
                     run_profiler, spawn, start_profiler, start_workload, timeout, total)
@@ -494,6 +495,7 @@ def _profile_chain(python, workload, every, what):
 
 
 @timeout(90)
+@one_build_per_version
 def test_fingerprint_memo(python):
     """A caller's fingerprint comes from the previous walk only while the
     interpreter's code object counter stands still (3.12 and 3.13 count
@@ -530,6 +532,7 @@ def test_fingerprint_memo(python):
 
 
 @timeout(90)
+@one_build_per_version
 def test_fingerprint_memo_varying_leaf(python):
     """An application's samples share the bottom of their stacks, not the
     top: a 40-deep chain under a leaf side whose depth changes every
@@ -564,6 +567,7 @@ def test_fingerprint_memo_varying_leaf(python):
 
 
 @timeout(90)
+@one_build_per_version
 def test_subinterpreter_chain(python):
     """The same chain run in a subinterpreter (subinterp.py; the profiler
     attaches once it exists, so the main interpreter is not the list's
@@ -585,6 +589,7 @@ def test_subinterpreter_chain(python):
 
 
 @timeout(90)
+@one_build_per_version
 def test_thread_switches_interpreter(python):
     """One thread spins in the main interpreter while the profiler starts
     (its thread state there is found and cached), then enters a

@@ -2,10 +2,12 @@
 --full-filenames, and -o FILE."""
 import os
 
+from common import one_build_per_version
 from common import art_path, check, fail, fmt_stacks, run_profiler, start_workload, timeout, total
 
 
 @timeout(60)
+@one_build_per_version
 def test_filenames(python):
     tree = art_path("tree")
     os.makedirs(os.path.join(tree, "cwd"), exist_ok=True)

@@ -10,6 +10,7 @@ import json
 import re
 import xml.etree.ElementTree as ET
 
+from common import one_build_per_version
 from common import art_path, check, run_profiler, start_workload, timeout
 from test_formats import SVG_NS, _decode_pprof
 from common import old_python_too
@@ -38,6 +39,7 @@ def _run(w, args, outfile=None):
 
 @old_python_too
 @timeout(120)
+@one_build_per_version
 def test_lines_collapsed(python):
     w = start_workload(python, "lines.py", 60)
     first = w.info["first"]
@@ -63,6 +65,7 @@ def test_lines_collapsed(python):
 
 
 @timeout(150)
+@one_build_per_version
 def test_lines_formats(python):
     w = start_workload(python, "lines.py", 60)
     fl = w.info["first"]["handle"]

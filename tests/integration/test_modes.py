@@ -3,6 +3,7 @@
 import json
 import time
 
+from common import one_build_per_version
 from common import python_independent
 from common import art_path, check, fmt_stacks, run_profiler, start_workload, timeout, total
 
@@ -14,6 +15,7 @@ def share(stacks, name):
 
 
 @timeout(60)
+@one_build_per_version
 def test_wall_mode_counts_sleep(python):
     truth_path = art_path("modes-sleep.truth.json")
     w = start_workload(python, "modes.py", "sleep", 30, truth_path)
@@ -50,6 +52,7 @@ def _read_truth(path):
 
 
 @timeout(60)
+@one_build_per_version
 def test_cpu_mode_ignores_sleep(python):
     w = start_workload(python, "modes.py", "sleep", 30)
     res = run_profiler(w.pid, ["-F", HZ, "-d", 3], timeout=30).expect_ok()
@@ -62,6 +65,7 @@ def test_cpu_mode_ignores_sleep(python):
 
 
 @timeout(60)
+@one_build_per_version
 def test_gil_mode_only_holders(python):
     w = start_workload(python, "modes.py", "gil", 30)
     cpu = run_profiler(w.pid, ["-F", 499, "-d", 2], timeout=30).expect_ok().stacks()
@@ -98,6 +102,7 @@ def test_kernel_stacks_show_syscalls(python):
 
 
 @timeout(60)
+@one_build_per_version
 def test_threads_root_frames(python):
     w = start_workload(python, "modes.py", "named", 30)
     res = run_profiler(w.pid, ["-F", 199, "-d", 2, "--threads"], timeout=30).expect_ok()

@@ -1,6 +1,7 @@
 """Names and file names: UTF-8 intact; `;` and control characters sanitised."""
 import unicodedata
 
+from common import one_build_per_version
 from common import check, fail, fmt_stacks, run_profiler, start_workload, timeout, total
 
 UNI_FILE = "f\u00efl\u00e9_\u6d4b\u8bd5.py"          # fïlé_测试.py
@@ -11,6 +12,7 @@ def _nfc(s):
 
 
 @timeout(60)
+@one_build_per_version
 def test_unicode_names(python):
     w = start_workload(python, UNI_FILE, 60)
     res = run_profiler(w.pid, ["-F", 199, "-d", 2], timeout=30).expect_ok()
@@ -40,6 +42,7 @@ def test_unicode_names(python):
 
 
 @timeout(60)
+@one_build_per_version
 def test_sanitized_names(python):
     w = start_workload(python, "weird_names.py", 60)
     res = run_profiler(w.pid, ["-F", 199, "-d", 2], timeout=30).expect_ok()

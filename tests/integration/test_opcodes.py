@@ -19,6 +19,7 @@ import json
 import re
 import xml.etree.ElementTree as ET
 
+from common import one_build_per_version
 from common import art_path, check, primary_python, run_profiler, start_workload, timeout
 from test_formats import SVG_NS, _decode_pprof, pprof_labels
 from common import old_python_too
@@ -69,6 +70,7 @@ def _caller_ops(stacks):
 
 @old_python_too
 @timeout(120)
+@one_build_per_version
 def test_opcodes_hot_add(python):
     w = start_workload(python, "opcodes.py", 60)
     res = run_profiler(w.pid, ARGS + ["--opcodes=all"], timeout=30).expect_ok()

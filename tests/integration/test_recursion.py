@@ -2,6 +2,7 @@
 import math
 import time
 
+from common import one_build_per_version
 from common import check, fail, fmt_stacks, run_profiler, start_workload, timeout, total
 
 MAX_DEPTH = 4096   # TB_MAX_DEPTH
@@ -29,6 +30,7 @@ def _profile_busy(w, hz):
 
 
 @timeout(60)
+@one_build_per_version
 def test_deep_recursion(python):
     w = start_workload(python, "deep.py", 2000, 60)
     info = w.info
@@ -68,6 +70,7 @@ def test_deep_recursion(python):
 
 
 @timeout(60)
+@one_build_per_version
 def test_recursion_truncated(python):
     w = start_workload(python, "deep.py", 5000, 60)
     res, stacks, n = _profile_busy(w, 49)

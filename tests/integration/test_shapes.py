@@ -2,6 +2,7 @@
 static methods, nested functions and lambdas, comprehensions, and code running
 while an exception propagates. The chain above each leaf must be exact."""
 
+from common import one_build_per_version
 from common import check, fail, fmt_stacks, run_profiler, start_workload, timeout, total
 from common import MARKERS, old_python_too
 
@@ -28,6 +29,7 @@ def expected(python):
 
 @old_python_too
 @timeout(60)
+@one_build_per_version
 def test_frame_kinds(python):
     chains = expected(python)
     w = start_workload(python, "shapes.py", 60)

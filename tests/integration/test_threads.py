@@ -2,11 +2,13 @@
 import re
 import subprocess
 
+from common import one_build_per_version
 from common import (binary, check, check_stats_invariant, fail, fmt_stacks, run_profiler,
                     start_workload, timeout, total)
 
 
 @timeout(60)
+@one_build_per_version
 def test_threads(python):
     w = start_workload(python, "threads8.py", 60)
     res = run_profiler(w.pid, ["-F", 499, "-d", 2], timeout=30, stats=True).expect_ok()
@@ -48,6 +50,7 @@ def _comm(pid, tid):
 
 
 @timeout(90)
+@one_build_per_version
 def test_thread_names(python):
     """--threads roots and pprof labels carry Python's thread names
     (threading), renamed ones as renamed, names longer than the kernel's
@@ -129,6 +132,7 @@ MANY = 600  # more than the BPF side's thread list walk (TB_MAX_THREADS, 512)
 
 
 @timeout(120)
+@one_build_per_version
 def test_many_threads_oldest_sampled(python):
     """A process with more threads than the BPF side searches (the newest 512
     of a thread list): its oldest thread, the main one, busy, is sampled, with

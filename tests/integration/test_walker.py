@@ -11,6 +11,7 @@ import os
 
 import test_callgraph
 import test_recursion
+from common import one_build_per_version
 from common import check, fail, fmt_stacks, kernel_hz, run_profiler, start_workload, timeout
 
 WALKERS = {"bpf_loop": "bpf_loop", "tailcall": "tail-call"}   # knob -> --stats "walker"
@@ -37,6 +38,7 @@ def _walked_by(res, name):
 
 
 @timeout(90)
+@one_build_per_version
 def test_walker_callgraph(python):
     with walker("tailcall"):
         res, truth, cpu = test_callgraph._profile_callgraph(python)
@@ -45,6 +47,7 @@ def test_walker_callgraph(python):
 
 
 @timeout(90)
+@one_build_per_version
 def test_walker_callgraph_tick(python):
     """The tick: the default event at -F 99, on 5.10 too."""
     hz = kernel_hz()
@@ -56,6 +59,7 @@ def test_walker_callgraph_tick(python):
 
 
 @timeout(120)
+@one_build_per_version
 def test_walker_deep(python):
     """2002 frames (four programs of steps) whole, 5002 [truncated] at the
     same depth: test_recursion's checks, with the tail-call walker."""
@@ -90,6 +94,7 @@ def _same_stacks(python, script, *args):
 
 
 @timeout(120)
+@one_build_per_version
 def test_walker_truncated_same(python):
     """5002 frames: the same [truncated] stack of the same 4096 frames."""
     stack, got = _same_stacks(python, "deep.py", 5000, 60)
@@ -102,6 +107,7 @@ def test_walker_truncated_same(python):
 
 
 @timeout(120)
+@one_build_per_version
 def test_walker_partial_same(python):
     """A frame whose caller link points at unmapped memory: [partial], then
     the frames read before it, from either walker."""

@@ -12,6 +12,7 @@ import signal
 import time
 
 import common
+from common import one_build_per_version
 from common import python_independent
 from common import check, fmt_stacks, run_profiler, start_profiler, start_workload, timeout
 from test_all_python import by_pid, wait_profiling, with_roots
@@ -49,6 +50,7 @@ def _check_threads(per, nthreads, want, res):
 
 
 @timeout(90)
+@one_build_per_version
 def test_wall_blocked_since_start(python):
     """Three threads blocked (time.sleep, Lock.acquire, socket.recv) since
     before attach, none waking during the run: each gets duration x rate
@@ -69,6 +71,7 @@ def test_wall_blocked_since_start(python):
 
 
 @timeout(90)
+@one_build_per_version
 def test_wall_blocked_subprocesses(python):
     """The same under -p PARENT -s with two child processes (exec'd) whose
     threads are all blocked: 3 processes x 3 threads, each duration x rate."""
