@@ -164,7 +164,8 @@ INDEPENDENT_DEFAULT = ("3.11.7", "sid-3.15")
 
 def python_independent(fn):
     """Decorator: in the default matrix, run on INDEPENDENT_DEFAULT only."""
-    fn.tb_python_independent = True
+    fn.tb_default_matrix = lambda pys, name: \
+        [p for p in pys if p.label in INDEPENDENT_DEFAULT] or pys[:1]
     return fn
 
 
@@ -179,7 +180,7 @@ def python_independent(fn):
 # TB_TEST_PYTHONS (any list) or TB_FULL_MATRIX=1 runs them on every build.
 def one_build_per_version(fn):
     """Decorator: in the default matrix, run on one build of each minor version."""
-    fn.tb_one_build_per_version = True
+    fn.tb_default_matrix = one_build_each
     return fn
 
 
@@ -203,11 +204,10 @@ def pythons_for(fn):
     """The interpreters a parametrised test runs on."""
     pys = pythons()
     default = not os.environ.get("TB_TEST_PYTHONS")
-    full = os.environ.get("TB_FULL_MATRIX")
-    if default and not full and getattr(fn, "tb_python_independent", False):
-        return [p for p in pys if p.label in INDEPENDENT_DEFAULT] or pys[:1]
-    if default and not full and getattr(fn, "tb_one_build_per_version", False):
-        pys = one_build_each(pys, fn.__name__)
+    # @python_independent, @one_build_per_version: a smaller default matrix
+    reduced = getattr(fn, "tb_default_matrix", None)
+    if default and reduced and not os.environ.get("TB_FULL_MATRIX"):
+        pys = reduced(pys, fn.__name__)
     if default and getattr(fn, "tb_old_python_too", False):
         old = Interp(OLD_DEFAULT)
         if old.exists():

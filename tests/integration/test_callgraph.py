@@ -11,9 +11,8 @@ import os
 import signal
 import time
 
-from common import one_build_per_version
-from common import (WORKLOADS, art_path, check, check_stats_invariant, fail, kernel_hz,
-                    pythons, start_workload, run_profiler, timeout, total)
+from common import (WORKLOADS, art_path, check, check_stats_invariant, fail, kernel_hz, pythons,
+                    start_workload, run_profiler, timeout, total, one_build_per_version)
 from common import old_python_too
 
 FREQ = 999

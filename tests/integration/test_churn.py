@@ -8,8 +8,7 @@ contract's way to report a stack that could not be read to the bottom; they
 are tolerated up to PARTIAL_MAX of the samples (their frames must be right).
 The stats counters must agree with the output.
 """
-from common import one_build_per_version
-from common import check, fail, run_profiler, start_workload, timeout, total
+from common import check, fail, run_profiler, start_workload, timeout, total, one_build_per_version
 
 PARTIAL_MAX = 0.01
 

@@ -23,10 +23,9 @@ import time
 import xml.etree.ElementTree as ET
 
 import common
-from common import one_build_per_version
 from common import (WORKLOADS, art_path, binary, check, check_stats_invariant, fmt_stacks,
-                    parse_collapsed, primary_python, run_profiler, start_workload, timeout,
-                    total)
+                    parse_collapsed, primary_python, run_profiler, start_workload, timeout, total,
+                    one_build_per_version)
 from common import MARKERS, old_python_too
 
 FREQ = 999

@@ -18,10 +18,9 @@ import signal
 import subprocess
 import time
 
-from common import one_build_per_version
 from common import (REPO, WORKLOADS, Workload, art_path, check, check_stats_invariant, fail,
-                    fmt_stacks, max_sample_rate, parse_collapsed, primary_python,
-                    run_profiler, spawn, start_profiler, start_workload, timeout, total)
+                    fmt_stacks, max_sample_rate, parse_collapsed, primary_python, run_profiler,
+                    spawn, start_profiler, start_workload, timeout, total, one_build_per_version)
 from common import old_python_too
 from test_all_python import wait_profiling
 

@@ -2,8 +2,8 @@
 --full-filenames, and -o FILE."""
 import os
 
-from common import one_build_per_version
-from common import art_path, check, fail, fmt_stacks, run_profiler, start_workload, timeout, total
+from common import (art_path, check, fail, fmt_stacks, run_profiler, start_workload, timeout, total,
+                    one_build_per_version)
 
 
 @timeout(60)

@@ -10,8 +10,7 @@ import json
 import re
 import xml.etree.ElementTree as ET
 
-from common import one_build_per_version
-from common import art_path, check, run_profiler, start_workload, timeout
+from common import art_path, check, run_profiler, start_workload, timeout, one_build_per_version
 from test_formats import SVG_NS, _decode_pprof
 from common import old_python_too
 

@@ -3,8 +3,7 @@
 import json
 import time
 
-from common import one_build_per_version
-from common import python_independent
+from common import python_independent, one_build_per_version
 from common import art_path, check, fmt_stacks, run_profiler, start_workload, timeout, total
 
 HZ = 100

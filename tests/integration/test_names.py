@@ -1,8 +1,8 @@
 """Names and file names: UTF-8 intact; `;` and control characters sanitised."""
 import unicodedata
 
-from common import one_build_per_version
-from common import check, fail, fmt_stacks, run_profiler, start_workload, timeout, total
+from common import (check, fail, fmt_stacks, run_profiler, start_workload, timeout, total,
+                    one_build_per_version)
 
 UNI_FILE = "f\u00efl\u00e9_\u6d4b\u8bd5.py"          # fïlé_测试.py
 

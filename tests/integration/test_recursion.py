@@ -2,8 +2,8 @@
 import math
 import time
 
-from common import one_build_per_version
-from common import check, fail, fmt_stacks, run_profiler, start_workload, timeout, total
+from common import (check, fail, fmt_stacks, run_profiler, start_workload, timeout, total,
+                    one_build_per_version)
 
 MAX_DEPTH = 4096   # TB_MAX_DEPTH
 

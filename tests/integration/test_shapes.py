@@ -2,8 +2,8 @@
 static methods, nested functions and lambdas, comprehensions, and code running
 while an exception propagates. The chain above each leaf must be exact."""
 
-from common import one_build_per_version
-from common import check, fail, fmt_stacks, run_profiler, start_workload, timeout, total
+from common import (check, fail, fmt_stacks, run_profiler, start_workload, timeout, total,
+                    one_build_per_version)
 from common import MARKERS, old_python_too
 
 CHAINS = {

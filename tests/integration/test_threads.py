@@ -2,9 +2,8 @@
 import re
 import subprocess
 
-from common import one_build_per_version
 from common import (binary, check, check_stats_invariant, fail, fmt_stacks, run_profiler,
-                    start_workload, timeout, total)
+                    start_workload, timeout, total, one_build_per_version)
 
 
 @timeout(60)

@@ -11,8 +11,8 @@ import os
 
 import test_callgraph
 import test_recursion
-from common import one_build_per_version
-from common import check, fail, fmt_stacks, kernel_hz, run_profiler, start_workload, timeout
+from common import (check, fail, fmt_stacks, kernel_hz, run_profiler, start_workload, timeout,
+                    one_build_per_version)
 
 WALKERS = {"bpf_loop": "bpf_loop", "tailcall": "tail-call"}   # knob -> --stats "walker"
 

@@ -12,8 +12,7 @@ import signal
 import time
 
 import common
-from common import one_build_per_version
-from common import python_independent
+from common import python_independent, one_build_per_version
 from common import check, fmt_stacks, run_profiler, start_profiler, start_workload, timeout
 from test_all_python import by_pid, wait_profiling, with_roots
 
